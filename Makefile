@@ -1,0 +1,32 @@
+# The two entry points of the README. Each sets up what it needs first.
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint typecheck unit bench wheel clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(BIN)/memplace demo --out out/demo
+
+test: setup lint typecheck unit
+
+lint:
+	$(BIN)/ruff check plugin tests benchmarks
+	$(BIN)/ruff format --check plugin tests benchmarks
+
+typecheck:
+	$(BIN)/mypy
+
+unit:
+	$(BIN)/pytest -q
+
+bench: setup
+	$(BIN)/python benchmarks/planner.py
+
+wheel: setup
+	$(BIN)/python -m build --wheel --outdir dist .
+
+clean:
+	rm -rf out dist build

@@ -1,0 +1,132 @@
+"""The Plan: where every buffer and constant lives, and what each pool and stack holds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from memplace.errors import InputError
+
+VERSION = "plan/v1"
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    name: str
+    kind: str
+    memory: str
+    address: int
+    capacity: int
+    used: int
+    lower_bound: int
+    optimal: bool
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One buffer's place: in `pool` at `offset`, or on the stack of context `stack`."""
+
+    name: str
+    kind: str
+    pool: str | None
+    stack: str | None
+    offset: int
+    size: int
+    align: int
+    first: int
+    last: int
+    reason: str
+    contents: bytes | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def place(self) -> str:
+        return self.pool if self.pool is not None else f"{self.stack}.stack"
+
+
+@dataclass(frozen=True)
+class StackUsage:
+    context: str
+    memory: str
+    address: int
+    budget: int
+    planned: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    board: str
+    workload: str
+    algorithm: str
+    steps: tuple[str, ...]
+    pools: tuple[PoolUsage, ...]
+    placements: tuple[Placement, ...]
+    stacks: tuple[StackUsage, ...]
+
+    def pool(self, name: str) -> PoolUsage:
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)
+
+    def placement(self, name: str) -> Placement:
+        for placement in self.placements:
+            if placement.name == name:
+                return placement
+        raise KeyError(name)
+
+    def in_place(self, place: str) -> list[Placement]:
+        return [p for p in self.placements if p.place == place]
+
+    def address(self, placement: Placement) -> int | None:
+        """The absolute address of a pool placement; None for a stack placement."""
+        if placement.pool is None:
+            return None
+        return self.pool(placement.pool).address + placement.offset
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "memplace": VERSION,
+            "board": self.board,
+            "workload": self.workload,
+            "algorithm": self.algorithm,
+            "steps": list(self.steps),
+            "pools": [
+                {"name": p.name, "kind": p.kind, "memory": p.memory, "address": p.address,
+                 "capacity": p.capacity, "used": p.used, "lower_bound": p.lower_bound,
+                 "optimal": p.optimal}
+                for p in self.pools
+            ],
+            "placements": [
+                {"name": p.name, "kind": p.kind, "pool": p.pool, "stack": p.stack,
+                 "offset": p.offset, "size": p.size, "align": p.align, "first": p.first,
+                 "last": p.last, "reason": p.reason}
+                for p in self.placements
+            ],
+            "stacks": [
+                {"context": s.context, "memory": s.memory, "address": s.address,
+                 "budget": s.budget, "planned": s.planned}
+                for s in self.stacks
+            ],
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Plan:
+        if data.get("memplace") != VERSION:
+            raise InputError(f"not a {VERSION} plan", key="memplace")
+        try:
+            return cls(
+                board=data["board"],
+                workload=data["workload"],
+                algorithm=data["algorithm"],
+                steps=tuple(data["steps"]),
+                pools=tuple(PoolUsage(**p) for p in data["pools"]),
+                placements=tuple(Placement(**p) for p in data["placements"]),
+                stacks=tuple(StackUsage(**s) for s in data["stacks"]),
+            )
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"malformed plan: {exc}") from exc

@@ -1,0 +1,76 @@
+"""The one way memplace runs another program: an argv list, logged, with a timeout, and
+killed with all its children when it overruns or memplace is interrupted."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from memplace.errors import ToolError
+
+log = logging.getLogger("memplace.process")
+
+INSTALL_HINTS = {
+    "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
+    "qemu-system-arm": "apt-get install qemu-system-arm",
+    "cmake": "pip install cmake (or apt-get install cmake)",
+    "ninja": "pip install ninja (or apt-get install ninja-build)",
+}
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    output: str
+
+
+def find_tool(name: str) -> str:
+    """The path of tool `name`: beside the running Python first (a virtual environment's
+    bin holds cmake and ninja from PyPI), then on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        hint = INSTALL_HINTS.get(name, f"install {name}")
+        raise ToolError(f"{name} not found; install it: {hint}")
+    return found
+
+
+def run(argv: list[str], timeout: float, cwd: Path | None = None) -> Completed:
+    """Run `argv` to completion; stdout and stderr come back together as text."""
+    log.info("running: %s", shlex.join(argv))
+    try:
+        child = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+    except FileNotFoundError as exc:
+        hint = INSTALL_HINTS.get(Path(argv[0]).name, f"install {argv[0]}")
+        raise ToolError(f"{argv[0]} not found; install it: {hint}") from exc
+    try:
+        raw, _ = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _kill(child)
+        raise ToolError(f"{Path(argv[0]).name} did not finish within {timeout:g} s: "
+                        f"{shlex.join(argv)}") from exc
+    except BaseException:
+        _kill(child)
+        raise
+    output = raw.decode("utf-8", errors="replace")
+    log.debug("%s exited with %d", Path(argv[0]).name, child.returncode)
+    return Completed(tuple(argv), child.returncode, output)
+
+
+def _kill(child: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()

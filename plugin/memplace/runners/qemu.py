@@ -1,0 +1,44 @@
+"""Running images under QEMU's Cortex-M machines, with semihosting for output and exit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from memplace import process
+from memplace.errors import InputError
+from memplace.runners.base import RunResult, Runner
+
+EXECUTABLE = "qemu-system-arm"
+
+
+class QemuRunner(Runner):
+    name = "qemu"
+
+    def __init__(self, machine: str) -> None:
+        self.machine = machine
+
+    def command(self, images: Mapping[str, Path]) -> list[str]:
+        """The exact argv: the machine at its default memory size (-m must not change),
+        no display, semihosting to QEMU's own stdio, the first image as the kernel."""
+        if not images:
+            raise InputError("no image to run", key="DIR")
+        first, *rest = images.values()
+        argv = [
+            EXECUTABLE,
+            "-M", self.machine,
+            "-nographic",
+            "-monitor", "none",
+            "-serial", "null",
+            "-semihosting-config", "enable=on,target=native",
+            "-kernel", str(first),
+        ]
+        for image in rest:
+            argv += ["-device", f"loader,file={image}"]
+        return argv
+
+    def run(self, images: Mapping[str, Path], timeout: float) -> RunResult:
+        argv = self.command(images)
+        argv[0] = process.find_tool(EXECUTABLE)
+        completed = process.run(argv, timeout=timeout)
+        return RunResult(exit_code=completed.returncode, output=completed.output)

@@ -1,0 +1,75 @@
+"""The stages right of `render`, chained: write, build, run, verify.
+
+The command line and the Project API both drive memplace through these functions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from memplace.board import Board
+from memplace.build import BUILD_DIR, build
+from memplace.codegen import render
+from memplace.errors import InputError
+from memplace.planner import DEFAULT_ALGORITHM, plan
+from memplace.planner.model import Plan
+from memplace.project import Project, write_project
+from memplace.runners import QemuRunner
+from memplace.verify import Report, RunLog, parse_run, verify
+from memplace.workload import Workload
+
+RUN_RECORD = "run.json"
+DEFAULT_TIMEOUT = 60.0
+
+
+def generate(board: Board, workload: Workload, out: Path, project_type: str = "exerciser",
+             algorithm: str = DEFAULT_ALGORITHM, force: bool = False) -> Plan:
+    """Plan `workload` on `board` and write the project to `out`."""
+    result = plan(board, workload, algorithm=algorithm)
+    write_project(render(board, result, project_type), out, force=force)
+    return result
+
+
+def run(folder: Path, timeout: float = DEFAULT_TIMEOUT) -> RunLog:
+    """Run a built project under QEMU; the run is recorded for `verify`."""
+    project = Project.load(folder)
+    if project.qemu_machine is None:
+        raise InputError(f"board {project.board['name']} does not run under QEMU; "
+                         "use `memplace flash`", key="DIR")
+    result = QemuRunner(project.qemu_machine).run(project.images, timeout)
+    record = {"exit_code": result.exit_code, "output": result.output}
+    (folder / BUILD_DIR / RUN_RECORD).write_text(json.dumps(record, indent=2) + "\n",
+                                                 encoding="utf-8")
+    return parse_run(result.output, result.exit_code)
+
+
+def recorded_run(folder: Path) -> RunLog | None:
+    """The last run of the project, if it has one and it is newer than every image."""
+    path = folder / BUILD_DIR / RUN_RECORD
+    if not path.is_file():
+        return None
+    project = Project.load(folder)
+    newest_image = max((p.stat().st_mtime for p in project.images.values() if p.is_file()),
+                       default=0.0)
+    if path.stat().st_mtime < newest_image:
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return parse_run(record["output"], record["exit_code"])
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    plan: Plan
+    run: RunLog | None
+    report: Report
+
+
+def check(board: Board, workload: Workload, out: Path, project_type: str = "exerciser",
+          algorithm: str = DEFAULT_ALGORITHM, timeout: float = DEFAULT_TIMEOUT) -> CheckResult:
+    """Everything, for CI: generate, build, run where QEMU can, verify."""
+    result = generate(board, workload, out, project_type, algorithm)
+    build(out)
+    log = run(out, timeout) if board.qemu_machine else None
+    return CheckResult(plan=result, run=log, report=verify(Project.load(out), log))
