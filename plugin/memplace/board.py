@@ -8,7 +8,8 @@ frozen `Board`; nothing past this module reads the raw file.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,8 +189,12 @@ class Board:
                 for name, memory in self.memories.items()
             },
             "pools": {
-                name: {"memory": pool.memory, "kind": pool.kind, "size": pool.size,
-                       "address": pool.address}
+                name: {
+                    "memory": pool.memory,
+                    "kind": pool.kind,
+                    "size": pool.size,
+                    "address": pool.address,
+                }
                 for name, pool in self.pools.items()
             },
             "contexts": {
@@ -197,7 +202,9 @@ class Board:
                     "core": context.core,
                     "kind": context.kind,
                     "entry": context.entry,
-                    "stack": None if context.stack is None else {
+                    "stack": None
+                    if context.stack is None
+                    else {
                         "memory": context.stack.memory,
                         "size": context.stack.size,
                         "address": context.stack.address,
@@ -251,25 +258,31 @@ def _load_with_extends(path: Path, seen: tuple[Path, ...]) -> Document:
 
 
 def _merge(base: Document, top: Document) -> Document:
-    """`top` over `base`: mappings merge key by key, anything else is replaced."""
-    marks = dict(base.marks)
+    """`top` over `base`: mappings merge key by key, anything else is replaced. Every
+    node keeps the position of the file it came from."""
 
-    def merge(low: Any, high: Any, path: tuple[str | int, ...]) -> Any:
+    def merge(low: Any, high: Any) -> Any:
         if isinstance(low, dict) and isinstance(high, dict):
-            merged = dict(low)
-            for key, value in high.items():
-                merged[key] = merge(low.get(key), value, (*path, key))
-            return merged
-        for key in [k for k in marks if k[: len(path)] == path and len(k) > len(path)]:
-            del marks[key]
-        marks.update({k: v for k, v in top.marks.items() if k[: len(path)] == path})
+            return {**low, **{key: merge(low.get(key), value) for key, value in high.items()}}
         return high
 
-    data = merge(base.data, top.data, ())
-    for key, mark in top.marks.items():
-        marks.setdefault(key, mark)
-    marks[()] = top.marks.get((), Mark(top.file, 1, 1))
-    return Document(data=data, marks=marks, file=top.file)
+    merged = Document(data=merge(base.data, top.data), file=top.file)
+    for path in _paths(merged.data, ()):
+        source = top if path in top.marks else base
+        merged.marks[path] = source.marks.get(path, Mark(source.file, 1, 1))
+        if path in source.key_marks:
+            merged.key_marks[path] = source.key_marks[path]
+    return merged
+
+
+def _paths(data: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
+    yield path
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _paths(value, (*path, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _paths(value, (*path, index))
 
 
 def _check_version(node: Node) -> None:
@@ -291,8 +304,18 @@ class _BoardReader:
             raise root.error("a board file is a mapping")
         _check_version(root)
         root.mapping(
-            ("memplace", "name", "summary", "extends", "cores", "devices", "memories", "pools",
-             "contexts", "run"),
+            (
+                "memplace",
+                "name",
+                "summary",
+                "extends",
+                "cores",
+                "devices",
+                "memories",
+                "pools",
+                "contexts",
+                "run",
+            ),
             required=("name", "cores", "memories", "contexts"),
         )
         name = root.child("name").string()
@@ -306,21 +329,41 @@ class _BoardReader:
             raise cores_node.error("a board needs at least one core")
         _check_views(cores_node, cores, memories)
         pools_node = root.get("pools")
-        pool_specs = [self._pool(key, node, memories) for key, node in
-                      (pools_node.items() if pools_node else iter(()))]
-        context_specs = [self._context(key, node, cores, memories)
-                         for key, node in root.child("contexts").items()]
+        pool_specs = [
+            self._pool(key, node, memories)
+            for key, node in (pools_node.items() if pools_node else iter(()))
+        ]
+        context_specs = [
+            self._context(key, node, cores, memories)
+            for key, node in root.child("contexts").items()
+        ]
         if not context_specs:
             raise root.child("contexts").error("a board needs at least one context")
         pools, stacks = _reserve(pool_specs, context_specs, memories, cores)
         contexts = {
-            spec.name: Context(spec.name, spec.core, spec.kind, spec.entry, stacks.get(spec.name),
-                               spec.max_stack_alloca, spec.preempts, spec.priority)
+            spec.name: Context(
+                spec.name,
+                spec.core,
+                spec.kind,
+                spec.entry,
+                stacks.get(spec.name),
+                spec.max_stack_alloca,
+                spec.preempts,
+                spec.priority,
+            )
             for spec in context_specs
         }
-        return Board(name=name, summary=summary, cores=cores, devices=devices,
-                     memories=memories, pools=pools, contexts=contexts,
-                     qemu_machine=self._qemu_machine(), source=self.doc.file)
+        return Board(
+            name=name,
+            summary=summary,
+            cores=cores,
+            devices=devices,
+            memories=memories,
+            pools=pools,
+            contexts=contexts,
+            qemu_machine=self._qemu_machine(),
+            source=self.doc.file,
+        )
 
     def _devices(self) -> dict[str, Device]:
         node = self.root.get("devices")
@@ -333,8 +376,10 @@ class _BoardReader:
     def _memories(self, users: set[str], cores: list[str]) -> dict[str, Memory]:
         memories: dict[str, Memory] = {}
         for key, item in self.root.child("memories").items():
-            item.mapping(("origin", "size", "attrs", "kind", "access", "latency", "views"),
-                         required=("origin", "size", "attrs", "access"))
+            item.mapping(
+                ("origin", "size", "attrs", "kind", "access", "latency", "views"),
+                required=("origin", "size", "attrs", "access"),
+            )
             attrs_node = item.child("attrs")
             attrs = attrs_node.string()
             if not attrs or any(ch not in "rwx" for ch in attrs) or len(set(attrs)) != len(attrs):
@@ -344,7 +389,8 @@ class _BoardReader:
             for index, who in enumerate(access):
                 if who not in users:
                     raise access_node.child(index).error(
-                        f"no core or device {who!r}; {suggest(who, users)}")
+                        f"no core or device {who!r}; {suggest(who, users)}"
+                    )
             views: dict[str, int] = {}
             views_node = item.get("views")
             for core, view in views_node.items() if views_node else iter(()):
@@ -356,7 +402,9 @@ class _BoardReader:
             if origin + size > 1 << 32:
                 raise item.child("size").error("the memory ends past the 4 GiB address space")
             memories[key] = Memory(
-                name=_name(item, key), origin=origin, size=size,
+                name=_name(item, key),
+                origin=origin,
+                size=size,
                 attrs="".join(ch for ch in "rwx" if ch in attrs),
                 kind=item.child("kind").choice(MEMORY_KINDS) if item.has("kind") else "other",
                 access=tuple(access),
@@ -384,10 +432,14 @@ class _BoardReader:
             if memory not in memories:
                 raise node.error(f"no memory {memory!r}; {suggest(memory, memories)}")
             if name not in memories[memory].access:
-                raise node.error(f"core {name!r} cannot access memory {memory!r}; "
-                                 f"add it to that memory's access list")
+                raise node.error(
+                    f"core {name!r} cannot access memory {memory!r}; "
+                    f"add it to that memory's access list"
+                )
             if key == "data" and not memories[memory].writable():
-                raise node.error(f"data needs a writable memory; {memory!r} is {memories[memory].attrs}")
+                raise node.error(
+                    f"data needs a writable memory; {memory!r} is {memories[memory].attrs}"
+                )
             chosen[key] = memory
         return Core(name, cpu, float_abi, Layout(**chosen))
 
@@ -396,18 +448,23 @@ class _BoardReader:
         memory = _memory_ref(item.child("memory"), memories)
         kind = item.child("kind").choice(POOL_KINDS)
         if kind == "constant" and not memories[memory].readable():
-            raise item.child("memory").error(f"a constant pool needs a readable memory; "
-                                             f"{memory!r} is {memories[memory].attrs}")
+            raise item.child("memory").error(
+                f"a constant pool needs a readable memory; {memory!r} is {memories[memory].attrs}"
+            )
         if kind == "workspace" and not memories[memory].writable():
-            raise item.child("memory").error(f"a workspace pool needs a writable memory; "
-                                             f"{memory!r} is {memories[memory].attrs}")
+            raise item.child("memory").error(
+                f"a workspace pool needs a writable memory; {memory!r} is {memories[memory].attrs}"
+            )
         size = item.child("size").size() if item.has("size") else None
         return _PoolSpec(_name(item, key), memory, kind, size, item)
 
-    def _context(self, key: str, item: Node, cores: Mapping[str, Core],
-                 memories: Mapping[str, Memory]) -> _ContextSpec:
-        item.mapping(("core", "kind", "entry", "stack", "max_stack_alloca", "preempts", "priority"),
-                     required=("core",))
+    def _context(
+        self, key: str, item: Node, cores: Mapping[str, Core], memories: Mapping[str, Memory]
+    ) -> _ContextSpec:
+        item.mapping(
+            ("core", "kind", "entry", "stack", "max_stack_alloca", "preempts", "priority"),
+            required=("core",),
+        )
         core_node = item.child("core")
         core = core_node.string()
         if core not in cores:
@@ -419,7 +476,8 @@ class _BoardReader:
         for index, other in enumerate(preempts):
             if other not in contexts:
                 raise preempts_node.child(index).error(  # type: ignore[union-attr]
-                    f"no context {other!r}; {suggest(other, contexts)}")
+                    f"no context {other!r}; {suggest(other, contexts)}"
+                )
         stack_node = item.get("stack")
         stack: tuple[str, int] | None = None
         if stack_node is not None:
@@ -427,20 +485,26 @@ class _BoardReader:
             memory = _memory_ref(stack_node.child("memory"), memories)
             if core not in memories[memory].access:
                 raise stack_node.child("memory").error(
-                    f"core {core!r} cannot access memory {memory!r}")
+                    f"core {core!r} cannot access memory {memory!r}"
+                )
             if not memories[memory].writable():
-                raise stack_node.child("memory").error(f"a stack needs a writable memory; "
-                                                       f"{memory!r} is {memories[memory].attrs}")
+                raise stack_node.child("memory").error(
+                    f"a stack needs a writable memory; {memory!r} is {memories[memory].attrs}"
+                )
             stack = (memory, stack_node.child("size").size())
         elif kind == "thread":
             raise item.error("a thread context needs a stack: {memory: NAME, size: BYTES}")
         entry_default = "main" if kind == "thread" else f"{key}_handler"
         return _ContextSpec(
-            name=_name(item, key), core=core, kind=kind,
+            name=_name(item, key),
+            core=core,
+            kind=kind,
             entry=item.child("entry").name() if item.has("entry") else entry_default,
-            stack=stack, node=item,
-            max_stack_alloca=(item.child("max_stack_alloca").integer()
-                              if item.has("max_stack_alloca") else 0),
+            stack=stack,
+            node=item,
+            max_stack_alloca=(
+                item.child("max_stack_alloca").integer() if item.has("max_stack_alloca") else 0
+            ),
             preempts=tuple(preempts),
             priority=item.child("priority").integer() if item.has("priority") else 0,
         )
@@ -493,28 +557,34 @@ def _memory_ref(node: Node, memories: Mapping[str, Memory]) -> str:
     return memory
 
 
-def _check_views(cores_node: Node, cores: Mapping[str, Core],
-                 memories: Mapping[str, Memory]) -> None:
+def _check_views(
+    cores_node: Node, cores: Mapping[str, Core], memories: Mapping[str, Memory]
+) -> None:
     """No core may see two memories at overlapping addresses."""
     for core in cores:
         seen = sorted(
             (memory.address_for(core), memory.address_for(core) + memory.size, memory.name)
-            for memory in memories.values() if core in memory.access
+            for memory in memories.values()
+            if core in memory.access
         )
-        for (_, low_end, low), (high_start, _, high) in zip(seen, seen[1:], strict=False):
+        for (_, low_end, low), (high_start, _, high) in itertools.pairwise(seen):
             if high_start < low_end:
                 raise cores_node.child(core).error(
                     f"core {core!r} sees memories {low!r} and {high!r} at overlapping addresses "
-                    f"(0x{high_start:08x} < 0x{low_end:08x})")
+                    f"(0x{high_start:08x} < 0x{low_end:08x})"
+                )
 
 
 def _align_down(value: int, align: int) -> int:
     return value - value % align
 
 
-def _reserve(pools: list[_PoolSpec], contexts: list[_ContextSpec],
-             memories: Mapping[str, Memory], cores: Mapping[str, Core],
-             ) -> tuple[dict[str, Pool], dict[str, Stack]]:
+def _reserve(
+    pools: list[_PoolSpec],
+    contexts: list[_ContextSpec],
+    memories: Mapping[str, Memory],
+    cores: Mapping[str, Core],
+) -> tuple[dict[str, Pool], dict[str, Stack]]:
     """Give every pool and stack its address.
 
     In each memory, pools (in declaration order) then stacks take the top; the image's own
@@ -531,15 +601,18 @@ def _reserve(pools: list[_PoolSpec], contexts: list[_ContextSpec],
         open_ended = [p for p in here if p.size is None]
         if len(open_ended) > 1:
             raise open_ended[1].node.error(
-                f"only one pool in memory {memory.name!r} may leave out its size")
+                f"only one pool in memory {memory.name!r} may leave out its size"
+            )
         if open_ended and memory.name in image_memories:
             raise open_ended[0].node.error(
-                f"give this pool a size: memory {memory.name!r} also holds image sections")
+                f"give this pool a size: memory {memory.name!r} also holds image sections"
+            )
         if sized > memory.size:
-            culprit = (here or [c for c in stacks])[-1].node
+            culprit = here[-1].node if here else stacks[-1].node
             raise culprit.error(
                 f"pools and stacks in memory {memory.name!r} need {sized} bytes; "
-                f"it has {memory.size}")
+                f"it has {memory.size}"
+            )
         rest = memory.size - sized
         if open_ended and rest < POOL_ALIGN:
             raise open_ended[0].node.error(f"no room left in memory {memory.name!r} for this pool")

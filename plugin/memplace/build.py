@@ -20,8 +20,18 @@ def build(folder: Path) -> str:
     if not (build_dir / "CMakeCache.txt").is_file():
         ninja = process.find_tool("ninja")
         configure = process.run(
-            [cmake, "-S", str(folder), "-B", str(build_dir), "-G", "Ninja",
-             f"-DCMAKE_MAKE_PROGRAM={ninja}"], timeout=TIMEOUT)
+            [
+                cmake,
+                "-S",
+                str(folder),
+                "-B",
+                str(build_dir),
+                "-G",
+                "Ninja",
+                f"-DCMAKE_MAKE_PROGRAM={ninja}",
+            ],
+            timeout=TIMEOUT,
+        )
         output += configure.output
         if configure.returncode != 0:
             raise ToolError(f"CMake could not configure {folder}:\n{_tail(configure.output)}")

@@ -9,6 +9,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from memplace import resources, workflow
 from memplace.board import Board, load_board
@@ -37,8 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     try:
         args = parser.parse_args(argv)
-        logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
-                            format="%(name)s: %(message)s")
+        logging.basicConfig(
+            level=logging.DEBUG if args.debug else logging.WARNING, format="%(name)s: %(message)s"
+        )
         handler: Handler = args.handler
         return handler(args)
     except MemplaceError as exc:
@@ -52,8 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="memplace", description="Plan, generate, build, run and verify "
-                     "where every buffer of your firmware lives.")
+    parser = _Parser(
+        prog="memplace",
+        description="Plan, generate, build, run and verify "
+        "where every buffer of your firmware lives.",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks and commands")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -64,16 +69,20 @@ def _build_parser() -> argparse.ArgumentParser:
     plan_cmd = commands.add_parser("plan", help="plan a workload on a board")
     _add_inputs(plan_cmd)
     plan_cmd.add_argument("--json", action="store_true", help="print the plan as JSON")
-    plan_cmd.add_argument("--explain", action="store_true",
-                          help="say for every buffer where it could live and why it went where")
+    plan_cmd.add_argument(
+        "--explain",
+        action="store_true",
+        help="say for every buffer where it could live and why it went where",
+    )
     plan_cmd.set_defaults(handler=_plan)
 
     generate = commands.add_parser("generate", help="plan and write a firmware project")
     _add_inputs(generate)
     _add_project_options(generate)
     generate.add_argument("--out", type=Path, required=True, help="project folder to write")
-    generate.add_argument("--force", action="store_true",
-                          help="overwrite files edited since memplace wrote them")
+    generate.add_argument(
+        "--force", action="store_true", help="overwrite files edited since memplace wrote them"
+    )
     generate.set_defaults(handler=_generate)
 
     build_cmd = commands.add_parser("build", help="build a generated project (CMake + Ninja)")
@@ -93,15 +102,23 @@ def _build_parser() -> argparse.ArgumentParser:
     check_cmd = commands.add_parser("check", help="generate, build, run under QEMU and verify")
     _add_inputs(check_cmd)
     _add_project_options(check_cmd)
-    check_cmd.add_argument("--out", type=Path, default=Path("memplace-check"),
-                           help="project folder (default: memplace-check)")
+    check_cmd.add_argument(
+        "--out",
+        type=Path,
+        default=Path("memplace-check"),
+        help="project folder (default: memplace-check)",
+    )
     check_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_timeout(check_cmd)
     check_cmd.set_defaults(handler=_check)
 
     demo = commands.add_parser("demo", help="check the bundled example on the default board")
-    demo.add_argument("--out", type=Path, default=Path("memplace-demo"),
-                      help="project folder (default: memplace-demo)")
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("memplace-demo"),
+        help="project folder (default: memplace-demo)",
+    )
     _add_timeout(demo)
     demo.set_defaults(handler=_demo)
     return parser
@@ -110,19 +127,30 @@ def _build_parser() -> argparse.ArgumentParser:
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("board", metavar="BOARD", help="bundled board name or board file")
     parser.add_argument("workload", metavar="WORKLOAD", type=Path, help="workload file")
-    parser.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=sorted(ALGORITHMS),
-                        help=f"offset algorithm (default: {DEFAULT_ALGORITHM})")
+    parser.add_argument(
+        "--algorithm",
+        default=DEFAULT_ALGORITHM,
+        choices=sorted(ALGORITHMS),
+        help=f"offset algorithm (default: {DEFAULT_ALGORITHM})",
+    )
 
 
 def _add_project_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--project-type", default="exerciser", choices=sorted(PROJECT_TYPES),
-                        help="what the project runs (default: exerciser)")
+    parser.add_argument(
+        "--project-type",
+        default="exerciser",
+        choices=sorted(PROJECT_TYPES),
+        help="what the project runs (default: exerciser)",
+    )
 
 
 def _add_timeout(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--timeout", type=float, default=workflow.DEFAULT_TIMEOUT,
-                        help=f"seconds before a run is stopped (default: "
-                             f"{workflow.DEFAULT_TIMEOUT:g})")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=workflow.DEFAULT_TIMEOUT,
+        help=f"seconds before a run is stopped (default: {workflow.DEFAULT_TIMEOUT:g})",
+    )
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Board, Workload]:
@@ -130,12 +158,17 @@ def _inputs(args: argparse.Namespace) -> tuple[Board, Workload]:
 
 
 def _boards(args: argparse.Namespace) -> int:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, path in resources.bundled_boards().items():
         board = Board.from_file(path)
-        rows.append({"name": name, "summary": board.summary,
-                     "cores": {core.name: core.cpu for core in board.cores.values()},
-                     "qemu_machine": board.qemu_machine})
+        rows.append(
+            {
+                "name": name,
+                "summary": board.summary,
+                "cores": {core.name: core.cpu for core in board.cores.values()},
+                "qemu_machine": board.qemu_machine,
+            }
+        )
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -161,8 +194,9 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     board, workload = _inputs(args)
-    result = workflow.generate(board, workload, args.out, args.project_type, args.algorithm,
-                               force=args.force)
+    result = workflow.generate(
+        board, workload, args.out, args.project_type, args.algorithm, force=args.force
+    )
     print(pool_table(result))
     print(f"wrote {args.out}")
     return 0
@@ -190,8 +224,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     board, workload = _inputs(args)
-    result = workflow.check(board, workload, args.out, args.project_type, args.algorithm,
-                            args.timeout)
+    result = workflow.check(
+        board, workload, args.out, args.project_type, args.algorithm, args.timeout
+    )
     if not args.json:
         print(pool_table(result.plan))
         if result.run is not None:
@@ -203,8 +238,10 @@ def _check(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     board = load_board("qemu-mps3-an547")
     workload = load_workload(resources.demo_workload())
-    print(f"memplace demo: workload {workload.name} ({len(workload.buffers)} buffers and "
-          f"constants over {len(workload.steps)} steps) on board {board.name}")
+    print(
+        f"memplace demo: workload {workload.name} ({len(workload.buffers)} buffers and "
+        f"constants over {len(workload.steps)} steps) on board {board.name}"
+    )
     result = workflow.check(board, workload, args.out, timeout=args.timeout)
     print(pool_table(result.plan))
     if result.run is not None:
@@ -222,16 +259,22 @@ def _print_report(report: Report, as_json: bool) -> None:
 
 def pool_table(result: Plan) -> str:
     """Per pool: memory, address range, bytes used of capacity."""
-    lines = [f"{'pool':<12} {'memory':<8} {'address range':<25} {'used':>9} / {'capacity':<9} "
-             f"{'lower bound':>11}"]
+    lines = [
+        f"{'pool':<12} {'memory':<8} {'address range':<25} {'used':>9} / {'capacity':<9} "
+        f"{'lower bound':>11}"
+    ]
     for pool in result.pools:
         span = f"[0x{pool.address:08x}, 0x{pool.address + pool.capacity:08x})"
-        lines.append(f"{pool.name:<12} {pool.memory:<8} {span:<25} {pool.used:>9} / "
-                     f"{pool.capacity:<9} {pool.lower_bound:>11}")
+        lines.append(
+            f"{pool.name:<12} {pool.memory:<8} {span:<25} {pool.used:>9} / "
+            f"{pool.capacity:<9} {pool.lower_bound:>11}"
+        )
     for stack in result.stacks:
         span = f"[0x{stack.address:08x}, 0x{stack.address + stack.budget:08x})"
-        lines.append(f"{stack.context + '.stack':<12} {stack.memory:<8} {span:<25} "
-                     f"{stack.planned:>9} / {stack.budget:<9}")
+        lines.append(
+            f"{stack.context + '.stack':<12} {stack.memory:<8} {span:<25} "
+            f"{stack.planned:>9} / {stack.budget:<9}"
+        )
     return "\n".join(lines)
 
 
@@ -247,8 +290,10 @@ def explain(board: Board, workload: Workload, result: Plan) -> str:
     for candidates in resolve(board, workload):
         placement = result.placement(candidates.buffer.name)
         places = ", ".join(place.label for place in candidates.places)
-        lines.append(f"{placement.name}: scope {candidates.buffer.scope}, users "
-                     f"{', '.join(candidates.users)}; candidates {places}")
+        lines.append(
+            f"{placement.name}: scope {candidates.buffer.scope}, users "
+            f"{', '.join(candidates.users)}; candidates {places}"
+        )
         lines.append(f"  -> {placement.place} at offset {placement.offset}: {placement.reason}")
     return "\n".join(lines)
 

@@ -3,6 +3,7 @@ killed with all its children when it overruns or memplace is interrupted."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -49,8 +50,14 @@ def run(argv: list[str], timeout: float, cwd: Path | None = None) -> Completed:
     """Run `argv` to completion; stdout and stderr come back together as text."""
     log.info("running: %s", shlex.join(argv))
     try:
-        child = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        child = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except FileNotFoundError as exc:
         hint = INSTALL_HINTS.get(Path(argv[0]).name, f"install {argv[0]}")
         raise ToolError(f"{argv[0]} not found; install it: {hint}") from exc
@@ -58,8 +65,9 @@ def run(argv: list[str], timeout: float, cwd: Path | None = None) -> Completed:
         raw, _ = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         _kill(child)
-        raise ToolError(f"{Path(argv[0]).name} did not finish within {timeout:g} s: "
-                        f"{shlex.join(argv)}") from exc
+        raise ToolError(
+            f"{Path(argv[0]).name} did not finish within {timeout:g} s: {shlex.join(argv)}"
+        ) from exc
     except BaseException:
         _kill(child)
         raise
@@ -69,8 +77,6 @@ def run(argv: list[str], timeout: float, cwd: Path | None = None) -> Completed:
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     child.wait()

@@ -38,8 +38,10 @@ def write_project(files: Mapping[str, str], out: Path, force: bool = False) -> l
             if not target.exists():
                 continue
             if _digest(target.read_bytes()) != previous.get(relative):
-                raise InputError(f"{target} was changed since memplace wrote it; "
-                                 "pass --force to overwrite it", key="--out")
+                raise InputError(
+                    f"{target} was changed since memplace wrote it; pass --force to overwrite it",
+                    key="--out",
+                )
     out.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -48,8 +50,9 @@ def write_project(files: Mapping[str, str], out: Path, force: bool = False) -> l
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         record = {relative: _digest(text.encode("utf-8")) for relative, text in files.items()}
-        (scratch / WRITTEN).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n",
-                                       encoding="utf-8")
+        (scratch / WRITTEN).write_text(
+            json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         if not out.exists():
             os.replace(scratch, out)
         else:

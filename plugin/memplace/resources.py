@@ -7,7 +7,6 @@ from pathlib import Path
 _PACKAGE = Path(__file__).resolve().parent
 
 
-
 def data_dir(name: str) -> Path:
     """The folder of bundled data called `name`: board_configs, firmware_templates, cmake
     or examples. A wheel carries them inside the package; a checkout (editable install)

@@ -52,17 +52,24 @@ def resolve(board: Board, workload: Workload) -> list[Candidates]:
 def resolve_buffer(board: Board, buffer: Buffer) -> Candidates:
     scope = buffer.scope
     if scope not in valid_scopes(board):
-        raise buffer.error("scope", f"unknown scope {scope!r}; {suggest(scope, valid_scopes(board))}")
+        raise buffer.error(
+            "scope", f"unknown scope {scope!r}; {suggest(scope, valid_scopes(board))}"
+        )
     stack_owner = scope.removesuffix(".stack") if scope.endswith(".stack") else None
     users = _users(board, buffer, default=stack_owner)
     if buffer.kind == "constant" and not (scope == "global" or _pinned_pool(scope, board)):
-        raise buffer.error("scope", f"a constant lives in a constant pool: use 'global' or "
-                                    f"'global.<pool>', not {scope!r}")
+        raise buffer.error(
+            "scope",
+            f"a constant lives in a constant pool: use 'global' or 'global.<pool>', not {scope!r}",
+        )
     if scope == "local":
         owner = _single_context(board, buffer, users, scope)
         if buffer.first != buffer.last:
-            raise buffer.error("live", "a local buffer lives for one step; "
-                                       f"this one lives from step {buffer.first} to {buffer.last}")
+            raise buffer.error(
+                "live",
+                "a local buffer lives for one step; "
+                f"this one lives from step {buffer.first} to {buffer.last}",
+            )
         return _narrow(board, buffer, users, (Place(stack=owner),), pinned=True)
     if stack_owner is not None:
         _single_context(board, buffer, users, scope)
@@ -73,21 +80,26 @@ def resolve_buffer(board: Board, buffer: Buffer) -> Candidates:
     if pinned is not None:
         pool = board.pools[pinned]
         if pool.kind != POOL_KIND[buffer.kind]:
-            raise buffer.error("scope", f"pool {pinned!r} holds {pool.kind} data; a "
-                                        f"{buffer.kind} needs a {POOL_KIND[buffer.kind]} pool")
+            raise buffer.error(
+                "scope",
+                f"pool {pinned!r} holds {pool.kind} data; a "
+                f"{buffer.kind} needs a {POOL_KIND[buffer.kind]} pool",
+            )
         for user in users:
             if not board.reaches(user, pool.memory):
-                raise buffer.error("scope", f"{user!r} cannot reach pool {pinned!r} "
-                                            f"(memory {pool.memory!r})")
+                raise buffer.error(
+                    "scope", f"{user!r} cannot reach pool {pinned!r} (memory {pool.memory!r})"
+                )
         return _narrow(board, buffer, users, (Place(pool=pinned),), pinned=True)
     places = [Place(pool=name) for name in _reachable_pools(board, buffer, users)]
     if scope == "global" and buffer.kind == "buffer":
-        owner = _stack_allowed(board, buffer, users)
-        if owner is not None:
-            places.insert(0, Place(stack=owner))
+        small_enough = _stack_allowed(board, buffer, users)
+        if small_enough is not None:
+            places.insert(0, Place(stack=small_enough))
     if not places:
-        raise buffer.error("users", f"no {POOL_KIND[buffer.kind]} pool is reachable by all of "
-                                    f"{', '.join(users)}")
+        raise buffer.error(
+            "users", f"no {POOL_KIND[buffer.kind]} pool is reachable by all of {', '.join(users)}"
+        )
     return _narrow(board, buffer, users, tuple(places), pinned=False)
 
 
@@ -103,8 +115,10 @@ def _users(board: Board, buffer: Buffer, default: str | None) -> tuple[str, ...]
 
 def _single_context(board: Board, buffer: Buffer, users: tuple[str, ...], scope: str) -> str:
     if len(users) != 1 or users[0] not in board.contexts:
-        raise buffer.error("users", f"a buffer with scope {scope!r} has exactly one user "
-                                    f"context, not {', '.join(users)}")
+        raise buffer.error(
+            "users",
+            f"a buffer with scope {scope!r} has exactly one user context, not {', '.join(users)}",
+        )
     owner = users[0]
     if board.contexts[owner].stack is None:
         raise buffer.error("users", f"context {owner!r} has no stack of its own")
@@ -123,12 +137,14 @@ def _reachable_pools(board: Board, buffer: Buffer, users: tuple[str, ...]) -> li
     kind = POOL_KIND[buffer.kind]
     order = list(board.pools)
     reachable = [
-        pool.name for pool in board.pools.values()
+        pool.name
+        for pool in board.pools.values()
         if pool.kind == kind and all(board.reaches(user, pool.memory) for user in users)
     ]
-    return sorted(reachable,
-                  key=lambda name: (board.memories[board.pools[name].memory].latency,
-                                    order.index(name)))
+    return sorted(
+        reachable,
+        key=lambda name: (board.memories[board.pools[name].memory].latency, order.index(name)),
+    )
 
 
 def _stack_allowed(board: Board, buffer: Buffer, users: tuple[str, ...]) -> str | None:
@@ -141,8 +157,9 @@ def _stack_allowed(board: Board, buffer: Buffer, users: tuple[str, ...]) -> str 
     return context.name
 
 
-def _narrow(board: Board, buffer: Buffer, users: tuple[str, ...], places: tuple[Place, ...],
-            pinned: bool) -> Candidates:
+def _narrow(
+    board: Board, buffer: Buffer, users: tuple[str, ...], places: tuple[Place, ...], pinned: bool
+) -> Candidates:
     """Apply the buffer's `pools:` list: it narrows the scope's places, never widens them."""
     if not buffer.pools:
         return Candidates(buffer, users, places, pinned)
@@ -153,6 +170,9 @@ def _narrow(board: Board, buffer: Buffer, users: tuple[str, ...], places: tuple[
     narrowed = tuple(Place(pool=name) for name in buffer.pools if name in allowed)
     if not narrowed:
         labels = ", ".join(place.label for place in places)
-        raise buffer.error("pools", f"none of {', '.join(buffer.pools)} is allowed by scope "
-                                    f"{buffer.scope!r} for {', '.join(users)}; allowed: {labels}")
+        raise buffer.error(
+            "pools",
+            f"none of {', '.join(buffer.pools)} is allowed by scope "
+            f"{buffer.scope!r} for {', '.join(users)}; allowed: {labels}",
+        )
     return Candidates(buffer, users, narrowed, pinned or len(narrowed) == 1)

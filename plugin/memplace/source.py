@@ -30,6 +30,7 @@ class Document:
     data: Any
     marks: dict[Path_, Mark] = field(default_factory=dict)
     file: str = "<data>"
+    key_marks: dict[Path_, Mark] = field(default_factory=dict)
 
     @classmethod
     def from_data(cls, data: Any, file: str = "<data>") -> Document:
@@ -60,8 +61,9 @@ class Document:
         return doc
 
     def _build(self, node: yaml.Node, path: Path_) -> Any:
-        self.marks.setdefault(path, self._mark(node))
+        self.marks[path] = self._mark(node)
         if isinstance(node, yaml.MappingNode):
+            self._check_tag(node, "map")
             result: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 key = self._scalar(key_node)
@@ -70,18 +72,21 @@ class Document:
                 key = str(key)
                 if key in result:
                     raise InputError(
-                        "key given twice in one mapping", self._mark(key_node), self.key_name(path + (key,))
+                        "key given twice in one mapping",
+                        self._mark(key_node),
+                        self.key_name((*path, key)),
                     )
-                self.marks[path + (key,)] = self._mark(key_node)
-                result[key] = self._build(value_node, path + (key,))
+                self.key_marks[(*path, key)] = self._mark(key_node)
+                result[key] = self._build(value_node, (*path, key))
             return result
         if isinstance(node, yaml.SequenceNode):
-            items = []
-            for index, item in enumerate(node.value):
-                self.marks[path + (index,)] = self._mark(item)
-                items.append(self._build(item, path + (index,)))
-            return items
+            self._check_tag(node, "seq")
+            return [self._build(item, (*path, index)) for index, item in enumerate(node.value)]
         return self._scalar(node)
+
+    def _check_tag(self, node: yaml.Node, expected: str) -> None:
+        if node.tag != f"tag:yaml.org,2002:{expected}":
+            raise InputError(f"YAML tag {node.tag!r} is not allowed", self._mark(node))
 
     def _scalar(self, node: yaml.Node) -> Any:
         if not isinstance(node, yaml.ScalarNode):
@@ -94,12 +99,16 @@ class Document:
         return Mark(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
 
     def mark(self, path: Path_) -> Mark:
-        """The position of `path`, or of its nearest ancestor that has one."""
+        """The position of the value at `path`, or of its nearest ancestor that has one."""
         for cut in range(len(path), -1, -1):
             found = self.marks.get(path[:cut])
             if found:
                 return found
         return Mark(self.file, 1, 1)
+
+    def key_mark(self, path: Path_) -> Mark:
+        """The position of the key that names `path` (of the value, for list items)."""
+        return self.key_marks.get(path) or self.mark(path)
 
     @staticmethod
     def key_name(path: Path_) -> str:
@@ -111,8 +120,9 @@ class Document:
                 parts.append(("." if parts else "") + part)
         return "".join(parts)
 
-    def error(self, path: Path_, message: str) -> InputError:
-        return InputError(message, self.mark(path), self.key_name(path) or None)
+    def error(self, path: Path_, message: str, at_key: bool = False) -> InputError:
+        mark = self.key_mark(path) if at_key else self.mark(path)
+        return InputError(message, mark, self.key_name(path) or None)
 
 
 _SAFE_TAGS = {"str", "int", "float", "bool", "null"}
@@ -150,8 +160,12 @@ class Node:
     def error(self, message: str) -> InputError:
         return self.doc.error(self.path, message)
 
+    def key_error(self, message: str) -> InputError:
+        """An error about the key itself (its spelling), pointing at the key."""
+        return self.doc.error(self.path, message, at_key=True)
+
     def child(self, key: str | int) -> Node:
-        return Node(self.doc, self.path + (key,))
+        return Node(self.doc, (*self.path, key))
 
     def mapping(self, allowed: Iterable[str], required: Iterable[str] = ()) -> Node:
         if not isinstance(self.value, dict):
@@ -159,7 +173,7 @@ class Node:
         allowed = list(allowed)
         for key in self.value:
             if key not in allowed:
-                raise self.child(key).error(f"unknown key; {suggest(key, allowed)}")
+                raise self.child(key).key_error(f"unknown key; {suggest(key, allowed)}")
         for key in required:
             if key not in self.value:
                 raise self.error(f"missing required key {key!r}")

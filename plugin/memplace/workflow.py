@@ -24,8 +24,14 @@ RUN_RECORD = "run.json"
 DEFAULT_TIMEOUT = 60.0
 
 
-def generate(board: Board, workload: Workload, out: Path, project_type: str = "exerciser",
-             algorithm: str = DEFAULT_ALGORITHM, force: bool = False) -> Plan:
+def generate(
+    board: Board,
+    workload: Workload,
+    out: Path,
+    project_type: str = "exerciser",
+    algorithm: str = DEFAULT_ALGORITHM,
+    force: bool = False,
+) -> Plan:
     """Plan `workload` on `board` and write the project to `out`."""
     result = plan(board, workload, algorithm=algorithm)
     write_project(render(board, result, project_type), out, force=force)
@@ -36,12 +42,15 @@ def run(folder: Path, timeout: float = DEFAULT_TIMEOUT) -> RunLog:
     """Run a built project under QEMU; the run is recorded for `verify`."""
     project = Project.load(folder)
     if project.qemu_machine is None:
-        raise InputError(f"board {project.board['name']} does not run under QEMU; "
-                         "use `memplace flash`", key="DIR")
+        raise InputError(
+            f"board {project.board['name']} does not run under QEMU; use `memplace flash`",
+            key="DIR",
+        )
     result = QemuRunner(project.qemu_machine).run(project.images, timeout)
     record = {"exit_code": result.exit_code, "output": result.output}
-    (folder / BUILD_DIR / RUN_RECORD).write_text(json.dumps(record, indent=2) + "\n",
-                                                 encoding="utf-8")
+    (folder / BUILD_DIR / RUN_RECORD).write_text(
+        json.dumps(record, indent=2) + "\n", encoding="utf-8"
+    )
     return parse_run(result.output, result.exit_code)
 
 
@@ -51,8 +60,9 @@ def recorded_run(folder: Path) -> RunLog | None:
     if not path.is_file():
         return None
     project = Project.load(folder)
-    newest_image = max((p.stat().st_mtime for p in project.images.values() if p.is_file()),
-                       default=0.0)
+    newest_image = max(
+        (p.stat().st_mtime for p in project.images.values() if p.is_file()), default=0.0
+    )
     if path.stat().st_mtime < newest_image:
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
@@ -66,8 +76,14 @@ class CheckResult:
     report: Report
 
 
-def check(board: Board, workload: Workload, out: Path, project_type: str = "exerciser",
-          algorithm: str = DEFAULT_ALGORITHM, timeout: float = DEFAULT_TIMEOUT) -> CheckResult:
+def check(
+    board: Board,
+    workload: Workload,
+    out: Path,
+    project_type: str = "exerciser",
+    algorithm: str = DEFAULT_ALGORITHM,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> CheckResult:
     """Everything, for CI: generate, build, run where QEMU can, verify."""
     result = generate(board, workload, out, project_type, algorithm)
     build(out)

@@ -56,10 +56,12 @@ class Workload:
         return cls.from_document(Document.from_file(path), base_dir=path.parent)
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any], source: str = "<data>",
-                  base_dir: Path | None = None) -> Workload:
-        return cls.from_document(Document.from_data(copy.deepcopy(dict(data)), source),
-                                 base_dir=base_dir)
+    def from_data(
+        cls, data: Mapping[str, Any], source: str = "<data>", base_dir: Path | None = None
+    ) -> Workload:
+        return cls.from_document(
+            Document.from_data(copy.deepcopy(dict(data)), source), base_dir=base_dir
+        )
 
     @classmethod
     def from_document(cls, doc: Document, base_dir: Path | None = None) -> Workload:
@@ -109,17 +111,18 @@ class _WorkloadReader:
         placed: list[Buffer] = []
         for item in everything:
             if item.name in seen:
-                raise InputError("name used twice in the workload", item.mark("name"),
-                                 f"{item.name}.name")
+                raise InputError(
+                    "name used twice in the workload", item.mark("name"), f"{item.name}.name"
+                )
             seen.add(item.name)
             if item.kind == "constant":
                 item = _replace_life(item, 0, len(steps) - 1)
             elif item.last >= len(steps):
-                raise item.error("live", f"step {item.last} is past the last step "
-                                         f"({len(steps) - 1})")
+                raise item.error(
+                    "live", f"step {item.last} is past the last step ({len(steps) - 1})"
+                )
             placed.append(item)
-        return Workload(name=name, steps=tuple(steps), buffers=tuple(placed),
-                        source=self.doc.file)
+        return Workload(name=name, steps=tuple(steps), buffers=tuple(placed), source=self.doc.file)
 
     def _list(self, key: str) -> list[Node]:
         node = self.root.get(key)
@@ -154,8 +157,10 @@ class _WorkloadReader:
 
     def _buffer(self, node: Node, kind: str, steps: list[str] | None) -> Buffer:
         constant = kind == "constant"
-        node.mapping(CONSTANT_KEYS if constant else BUFFER_KEYS,
-                     required=("name",) if constant else ("name", "size", "live"))
+        node.mapping(
+            CONSTANT_KEYS if constant else BUFFER_KEYS,
+            required=("name",) if constant else ("name", "size", "live"),
+        )
         marks = {key: self.doc.mark(child.path) for key, child in node.items()}
         name = node.child("name").name()
         data: bytes | None = None
@@ -176,8 +181,19 @@ class _WorkloadReader:
         scope = node.child("scope").string() if node.has("scope") else "global"
         users = tuple(node.child("users").names()) if node.has("users") else ()
         pools = tuple(node.child("pools").names()) if node.has("pools") else ()
-        return Buffer(name=name, kind=kind, size=size, align=align, first=first, last=last,
-                      scope=scope, users=users, pools=pools, data=data, marks=marks)
+        return Buffer(
+            name=name,
+            kind=kind,
+            size=size,
+            align=align,
+            first=first,
+            last=last,
+            scope=scope,
+            users=users,
+            pools=pools,
+            data=data,
+            marks=marks,
+        )
 
     def _life(self, node: Node, steps: list[str] | None) -> tuple[int, int]:
         if isinstance(node.value, list):

@@ -38,13 +38,16 @@ def fnv1a(data: bytes) -> int:
     return value
 
 
-def render(board: Board, plan: Plan, project_type: str = "exerciser",
-           options: RenderOptions | None = None) -> dict[str, str]:
+def render(
+    board: Board, plan: Plan, project_type: str = "exerciser", options: RenderOptions | None = None
+) -> dict[str, str]:
     """Every file of the project, by path relative to the project folder."""
     options = options or RenderOptions(project_type=project_type)
     if project_type not in PROJECT_TYPES:
-        raise InputError(f"no project type {project_type!r}; {suggest(project_type, PROJECT_TYPES)}",
-                         key="--project-type")
+        raise InputError(
+            f"no project type {project_type!r}; {suggest(project_type, PROJECT_TYPES)}",
+            key="--project-type",
+        )
     env = _environment()
     context = _context(board, plan, project_type)
     files: dict[str, str] = {}
@@ -52,13 +55,17 @@ def render(board: Board, plan: Plan, project_type: str = "exerciser",
     for core in context["cores"]:
         core_context = {**context, "core": core}
         files[f"memplace/{core['name']}/linker.ld"] = env.get_template(
-            "project/linker.ld.j2").render(core_context)
+            "project/linker.ld.j2"
+        ).render(core_context)
         files[f"memplace/{core['name']}/startup.c"] = env.get_template(
-            "project/startup.c.j2").render(core_context)
-    files[f"memplace/include/{name}_memplace.h"] = env.get_template(
-        "project/memplace.h.j2").render(context)
+            "project/startup.c.j2"
+        ).render(core_context)
+    files[f"memplace/include/{name}_memplace.h"] = env.get_template("project/memplace.h.j2").render(
+        context
+    )
     files["memplace/include/memplace_runtime.h"] = env.get_template(
-        "project/memplace_runtime.h.j2").render(context)
+        "project/memplace_runtime.h.j2"
+    ).render(context)
     files[f"memplace/src/{name}_pools.c"] = env.get_template("project/pools.c.j2").render(context)
     files.update(PROJECT_TYPES[project_type](env, context))
     files["CMakeLists.txt"] = env.get_template("project/CMakeLists.txt.j2").render(context)
@@ -98,8 +105,7 @@ def _manifest(board: Board, plan: Plan, options: RenderOptions) -> str:
         "board": board.to_data(),
         "plan": plan.to_json(),
         "images": {name: f"build/{name}.elf" for name in board.cores},
-        "checksums": {p.name: fnv1a(p.contents) for p in plan.placements
-                      if p.contents is not None},
+        "checksums": {p.name: fnv1a(p.contents) for p in plan.placements if p.contents is not None},
     }
     return json.dumps(data, indent=2, sort_keys=False) + "\n"
 
@@ -112,22 +118,34 @@ def _context(board: Board, plan: Plan, project_type: str) -> dict[str, Any]:
     name = plan.workload
     pools = [_pool_context(board, plan, pool.name) for pool in plan.pools]
     placements = [
-        {"name": p.name, "pool": p.pool, "offset": p.offset, "size": p.size,
-         "address": plan.address(p) or 0, "symbol": _pool_symbol(name, p.pool or "")}
+        {
+            "name": p.name,
+            "pool": p.pool,
+            "offset": p.offset,
+            "size": p.size,
+            "address": plan.address(p) or 0,
+            "symbol": _pool_symbol(name, p.pool or ""),
+        }
         for p in plan.placements
     ]
-    stacks = [{"context": s.context, "budget": s.budget, "address": s.address}
-              for s in plan.stacks]
-    buffers = [_buffer_expr(name, p) for p in plan.placements
-               if p.kind == "buffer" and p.pool is not None]
-    constants = [{**_buffer_expr(name, p), "checksum": fnv1a(p.contents or b"")}
-                 for p in plan.placements if p.kind == "constant"]
-    locals_ = [{"name": p.name, "context": p.stack, "size": p.size, "first": p.first,
-                "seed": 1000 + index}
-               for index, p in enumerate(plan.placements) if p.stack is not None]
+    stacks = [{"context": s.context, "budget": s.budget, "address": s.address} for s in plan.stacks]
+    buffers = [
+        _buffer_expr(name, p) for p in plan.placements if p.kind == "buffer" and p.pool is not None
+    ]
+    constants = [
+        {**_buffer_expr(name, p), "checksum": fnv1a(p.contents or b"")}
+        for p in plan.placements
+        if p.kind == "constant"
+    ]
+    locals_ = [
+        {"name": p.name, "context": p.stack, "size": p.size, "first": p.first, "seed": 1000 + index}
+        for index, p in enumerate(plan.placements)
+        if p.stack is not None
+    ]
     local_steps: dict[int, list[str]] = {}
-    for item in locals_:
-        local_steps.setdefault(item["first"], []).append(item["name"])
+    for p in plan.placements:
+        if p.stack is not None:
+            local_steps.setdefault(p.first, []).append(p.name)
     return {
         "name": name,
         "NAME": name.upper(),
@@ -141,31 +159,43 @@ def _context(board: Board, plan: Plan, project_type: str) -> dict[str, Any]:
         "locals": locals_,
         "local_steps": sorted(local_steps.items()),
         "entry": _main_context(board, next(iter(board.cores))).entry,
-        "cores": [_core_context(board, plan, core, PROJECT_SOURCES[project_type])
-                  for core in board.cores.values()],
+        "cores": [
+            _core_context(board, plan, core, PROJECT_SOURCES[project_type])
+            for core in board.cores.values()
+        ],
     }
 
 
 def _buffer_expr(workload: str, placement: Placement) -> dict[str, Any]:
-    return {"name": placement.name, "size": placement.size, "first": placement.first,
-            "last": placement.last,
-            "expr": f"&{_pool_symbol(workload, placement.pool or '')}[{placement.offset}]"}
+    return {
+        "name": placement.name,
+        "size": placement.size,
+        "first": placement.first,
+        "last": placement.last,
+        "expr": f"&{_pool_symbol(workload, placement.pool or '')}[{placement.offset}]",
+    }
 
 
 def _pool_context(board: Board, plan: Plan, pool_name: str) -> dict[str, Any]:
     usage = plan.pool(pool_name)
     storage = -(-usage.used // 8) * 8
     context: dict[str, Any] = {
-        "name": usage.name, "kind": usage.kind, "capacity": usage.capacity,
-        "used": usage.used, "storage": storage, "address": usage.address,
-        "symbol": _pool_symbol(plan.workload, usage.name), "align": POOL_ALIGN, "rows": [],
+        "name": usage.name,
+        "kind": usage.kind,
+        "capacity": usage.capacity,
+        "used": usage.used,
+        "storage": storage,
+        "address": usage.address,
+        "symbol": _pool_symbol(plan.workload, usage.name),
+        "align": POOL_ALIGN,
+        "rows": [],
     }
     if usage.kind == "constant" and storage:
         image = bytearray(storage)
         for placement in plan.in_place(pool_name):
-            image[placement.offset:placement.offset + placement.size] = placement.contents or b""
+            image[placement.offset : placement.offset + placement.size] = placement.contents or b""
         context["rows"] = [
-            " ".join(f"0x{byte:02x}," for byte in image[row:row + 16])
+            " ".join(f"0x{byte:02x}," for byte in image[row : row + 16])
             for row in range(0, storage, 16)
         ]
     return context
@@ -175,8 +205,9 @@ def _main_context(board: Board, core: str) -> Any:
     for context in board.contexts.values():
         if context.core == core and context.kind == "thread" and context.stack:
             return context
-    raise InputError(f"core {core!r} has no thread context with a stack to start on",
-                     key="contexts")
+    raise InputError(
+        f"core {core!r} has no thread context with a stack to start on", key="contexts"
+    )
 
 
 def _arch_flags(core: Core) -> list[str]:
@@ -190,8 +221,10 @@ def _core_context(board: Board, plan: Plan, core: Core, sources: list[str]) -> d
     pools = [p for p in plan.pools if p.used and p.memory in {m.name for m in reached}]
     stacks = [s for s in plan.stacks if board.contexts[s.context].core == core.name]
     reserved: dict[str, int] = {}
-    for area_memory, address in [*((p.memory, p.address) for p in pools),
-                                 *((s.memory, s.address) for s in stacks)]:
+    for area_memory, address in [
+        *((p.memory, p.address) for p in pools),
+        *((s.memory, s.address) for s in stacks),
+    ]:
         reserved[area_memory] = min(reserved.get(area_memory, address), address)
     regions = []
     for memory in reached:
@@ -199,19 +232,44 @@ def _core_context(board: Board, plan: Plan, core: Core, sources: list[str]) -> d
         end = reserved.get(memory.name, memory.origin + memory.size)
         if end == memory.origin and memory.name not in core.layout.memories():
             continue
-        regions.append({"name": memory.name, "attrs": memory.attrs, "origin": memory.origin + view,
-                        "length": end - memory.origin})
+        regions.append(
+            {
+                "name": memory.name,
+                "attrs": memory.attrs,
+                "origin": memory.origin + view,
+                "length": end - memory.origin,
+            }
+        )
     for pool in pools:
-        view = board.memories[pool.memory].address_for(core.name) - board.memories[pool.memory].origin
-        regions.append({"name": f"pool_{pool.name}", "attrs": board.memories[pool.memory].attrs,
-                        "origin": pool.address + view, "length": -(-pool.used // 8) * 8})
+        view = (
+            board.memories[pool.memory].address_for(core.name) - board.memories[pool.memory].origin
+        )
+        regions.append(
+            {
+                "name": f"pool_{pool.name}",
+                "attrs": board.memories[pool.memory].attrs,
+                "origin": pool.address + view,
+                "length": -(-pool.used // 8) * 8,
+            }
+        )
     for stack in stacks:
-        view = board.memories[stack.memory].address_for(core.name) - board.memories[stack.memory].origin
-        regions.append({"name": f"stack_{stack.context}", "attrs": board.memories[stack.memory].attrs,
-                        "origin": stack.address + view, "length": stack.budget})
+        view = (
+            board.memories[stack.memory].address_for(core.name)
+            - board.memories[stack.memory].origin
+        )
+        regions.append(
+            {
+                "name": f"stack_{stack.context}",
+                "attrs": board.memories[stack.memory].attrs,
+                "origin": stack.address + view,
+                "length": stack.budget,
+            }
+        )
     load = core.layout.load
     copies = [".data"]
-    copies += [f".memplace.pool.{p.name}" for p in pools if p.kind == "constant" and p.memory != load]
+    copies += [
+        f".memplace.pool.{p.name}" for p in pools if p.kind == "constant" and p.memory != load
+    ]
     if core.layout.code != load:
         copies.insert(0, ".text")
     return {
@@ -219,17 +277,39 @@ def _core_context(board: Board, plan: Plan, core: Core, sources: list[str]) -> d
         "cpu": core.cpu,
         "fpu": core.float_abi != "soft",
         "arch_flags": _arch_flags(core),
-        "layout": {"vectors": core.layout.vectors, "code": core.layout.code,
-                   "data": core.layout.data, "load": load},
+        "layout": {
+            "vectors": core.layout.vectors,
+            "code": core.layout.code,
+            "data": core.layout.data,
+            "load": load,
+        },
         "regions": sorted(regions, key=lambda r: (r["origin"], r["name"])),
         "copies": copies,
-        "pools": [{"name": p.name, "kind": p.kind, "used": p.used, "capacity": p.capacity,
-                   "region": f"pool_{p.name}",
-                   "copied": p.kind == "constant" and p.memory != load} for p in pools],
-        "stacks": [{"context": s.context, "budget": s.budget, "address": s.address,
-                    "region": f"stack_{s.context}"} for s in stacks],
+        "pools": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "used": p.used,
+                "capacity": p.capacity,
+                "region": f"pool_{p.name}",
+                "copied": p.kind == "constant" and p.memory != load,
+            }
+            for p in pools
+        ],
+        "stacks": [
+            {
+                "context": s.context,
+                "budget": s.budget,
+                "address": s.address,
+                "region": f"stack_{s.context}",
+            }
+            for s in stacks
+        ],
         "main_stack": main.name,
         "entry": main.entry,
-        "sources": [f"memplace/{core.name}/startup.c", f"memplace/src/{plan.workload}_pools.c",
-                    *sources],
+        "sources": [
+            f"memplace/{core.name}/startup.c",
+            f"memplace/src/{plan.workload}_pools.c",
+            *sources,
+        ],
     }

@@ -21,8 +21,15 @@ from memplace.scopes import Candidates, Place, resolve
 from memplace.source import suggest
 from memplace.workload import Buffer, Workload
 
-__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "Placement", "Plan", "PoolUsage", "StackUsage",
-           "plan"]
+__all__ = [
+    "ALGORITHMS",
+    "DEFAULT_ALGORITHM",
+    "Placement",
+    "Plan",
+    "PoolUsage",
+    "StackUsage",
+    "plan",
+]
 
 Algorithm = Callable[[Sequence[Block]], list[int]]
 
@@ -36,8 +43,9 @@ DEFAULT_ALGORITHM = "greedy-size"
 def plan(board: Board, workload: Workload, algorithm: str = DEFAULT_ALGORITHM) -> Plan:
     """Place every buffer and constant of `workload` on `board`."""
     if algorithm not in ALGORITHMS:
-        raise InputError(f"no algorithm {algorithm!r}; {suggest(algorithm, ALGORITHMS)}",
-                         key="--algorithm")
+        raise InputError(
+            f"no algorithm {algorithm!r}; {suggest(algorithm, ALGORITHMS)}", key="--algorithm"
+        )
     candidates = resolve(board, workload)
     capacities = _capacities(board)
     chosen = _assign(candidates, capacities)
@@ -57,15 +65,30 @@ def plan(board: Board, workload: Workload, algorithm: str = DEFAULT_ALGORITHM) -
             raise AssertionError(f"planner produced an unsound placement: {problems[0]}")
 
     placements = tuple(
-        Placement(name=c.buffer.name, kind=c.buffer.kind, pool=chosen[i].place.pool,
-                  stack=chosen[i].place.stack, offset=offsets[i], size=c.buffer.size,
-                  align=c.buffer.align, first=c.buffer.first, last=c.buffer.last,
-                  reason=chosen[i].reason, contents=constant_contents(c.buffer))
+        Placement(
+            name=c.buffer.name,
+            kind=c.buffer.kind,
+            pool=chosen[i].place.pool,
+            stack=chosen[i].place.stack,
+            offset=offsets[i],
+            size=c.buffer.size,
+            align=c.buffer.align,
+            first=c.buffer.first,
+            last=c.buffer.last,
+            reason=chosen[i].reason,
+            contents=constant_contents(c.buffer),
+        )
         for i, c in enumerate(candidates)
     )
-    return Plan(board=board.name, workload=workload.name, algorithm=algorithm,
-                steps=workload.steps, pools=_pool_usage(board, placements),
-                placements=placements, stacks=_stack_usage(board, placements))
+    return Plan(
+        board=board.name,
+        workload=workload.name,
+        algorithm=algorithm,
+        steps=workload.steps,
+        pools=_pool_usage(board, placements),
+        placements=placements,
+        stacks=_stack_usage(board, placements),
+    )
 
 
 def constant_contents(buffer: Buffer) -> bytes | None:
@@ -90,8 +113,9 @@ def _block(buffer: Buffer) -> Block:
 
 
 def _places(board: Board) -> list[Place]:
-    return ([Place(pool=name) for name in board.pools]
-            + [Place(stack=c.name) for c in board.stack_contexts()])
+    return [Place(pool=name) for name in board.pools] + [
+        Place(stack=c.name) for c in board.stack_contexts()
+    ]
 
 
 def _capacities(board: Board) -> dict[Place, int]:
@@ -119,10 +143,14 @@ def _assign(candidates: list[Candidates], capacities: dict[Place, int]) -> list[
             shortfalls[place.label] = end - capacities[place]
         else:
             buffer = options.buffer
-            lacks = "; ".join(f"{label} lacks {bytes_} bytes" for label, bytes_ in
-                              shortfalls.items())
-            raise PlanningError(f"{buffer.name} ({buffer.size} bytes) fits nowhere: {lacks}",
-                                buffer.name, shortfalls)
+            lacks = "; ".join(
+                f"{label} lacks {bytes_} bytes" for label, bytes_ in shortfalls.items()
+            )
+            raise PlanningError(
+                f"{buffer.name} ({buffer.size} bytes) fits nowhere: {lacks}",
+                buffer.name,
+                shortfalls,
+            )
     return [chosen[i] for i in range(len(candidates))]
 
 
@@ -148,9 +176,18 @@ def _pool_usage(board: Board, placements: Sequence[Placement]) -> tuple[PoolUsag
         blocks = [Block(p.size, p.first, p.last, p.align) for p in members]
         used = peak(blocks, [p.offset for p in members])
         bound = lower_bound(blocks)
-        usage.append(PoolUsage(name=pool.name, kind=pool.kind, memory=pool.memory,
-                               address=pool.address, capacity=pool.size, used=used,
-                               lower_bound=bound, optimal=used == bound))
+        usage.append(
+            PoolUsage(
+                name=pool.name,
+                kind=pool.kind,
+                memory=pool.memory,
+                address=pool.address,
+                capacity=pool.size,
+                used=used,
+                lower_bound=bound,
+                optimal=used == bound,
+            )
+        )
     return tuple(usage)
 
 
@@ -160,7 +197,13 @@ def _stack_usage(board: Board, placements: Sequence[Placement]) -> tuple[StackUs
         assert context.stack is not None
         members = [p for p in placements if p.stack == context.name]
         planned = max((p.offset + p.size for p in members), default=0)
-        usage.append(StackUsage(context=context.name, memory=context.stack.memory,
-                                address=context.stack.address, budget=context.stack.size,
-                                planned=planned))
+        usage.append(
+            StackUsage(
+                context=context.name,
+                memory=context.stack.memory,
+                address=context.stack.address,
+                budget=context.stack.size,
+                planned=planned,
+            )
+        )
     return tuple(usage)

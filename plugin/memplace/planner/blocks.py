@@ -27,8 +27,9 @@ def align_up(value: int, align: int) -> int:
 
 def peak(blocks: Sequence[Block], offsets: Sequence[int]) -> int:
     """Bytes the pool needs: the highest end of any block."""
-    return max((offset + block.size for block, offset in zip(blocks, offsets, strict=True)),
-               default=0)
+    return max(
+        (offset + block.size for block, offset in zip(blocks, offsets, strict=True)), default=0
+    )
 
 
 def lower_bound(blocks: Sequence[Block]) -> int:

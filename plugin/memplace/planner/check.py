@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from memplace.planner.blocks import Block
 
 
-def placement_problems(blocks: Sequence[Block], offsets: Sequence[int], capacity: int,
-                       names: Sequence[str]) -> list[str]:
+def placement_problems(
+    blocks: Sequence[Block], offsets: Sequence[int], capacity: int, names: Sequence[str]
+) -> list[str]:
     """Every way the placement breaks the rules, as sentences; empty when it is sound."""
     problems = []
     for name, block, offset in zip(names, blocks, offsets, strict=True):
@@ -22,11 +23,12 @@ def placement_problems(blocks: Sequence[Block], offsets: Sequence[int], capacity
     spans = sorted(zip(offsets, range(len(blocks)), strict=True))
     for position, (offset, index) in enumerate(spans):
         end = offset + blocks[index].size
-        for other_offset, other in spans[position + 1:]:
+        for other_offset, other in spans[position + 1 :]:
             if other_offset >= end:
                 break
             a, b = blocks[index], blocks[other]
             if a.first <= b.last and b.first <= a.last:
-                problems.append(f"{names[index]} and {names[other]} overlap in memory while "
-                                f"both are live")
+                problems.append(
+                    f"{names[index]} and {names[other]} overlap in memory while both are live"
+                )
     return problems

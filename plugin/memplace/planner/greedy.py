@@ -30,7 +30,9 @@ def greedy_size(blocks: Sequence[Block]) -> list[int]:
 
 
 def greedy_conflicts(blocks: Sequence[Block]) -> list[int]:
-    conflicts = [sum(1 for other in blocks if other is not block and block.conflicts(other))
-                 for block in blocks]
+    conflicts = [
+        sum(1 for other in blocks if other is not block and block.conflicts(other))
+        for block in blocks
+    ]
     order = sorted(range(len(blocks)), key=lambda i: (-conflicts[i], -blocks[i].size, i))
     return place_in_order(blocks, order)

@@ -93,20 +93,41 @@ class Plan:
             "algorithm": self.algorithm,
             "steps": list(self.steps),
             "pools": [
-                {"name": p.name, "kind": p.kind, "memory": p.memory, "address": p.address,
-                 "capacity": p.capacity, "used": p.used, "lower_bound": p.lower_bound,
-                 "optimal": p.optimal}
+                {
+                    "name": p.name,
+                    "kind": p.kind,
+                    "memory": p.memory,
+                    "address": p.address,
+                    "capacity": p.capacity,
+                    "used": p.used,
+                    "lower_bound": p.lower_bound,
+                    "optimal": p.optimal,
+                }
                 for p in self.pools
             ],
             "placements": [
-                {"name": p.name, "kind": p.kind, "pool": p.pool, "stack": p.stack,
-                 "offset": p.offset, "size": p.size, "align": p.align, "first": p.first,
-                 "last": p.last, "reason": p.reason}
+                {
+                    "name": p.name,
+                    "kind": p.kind,
+                    "pool": p.pool,
+                    "stack": p.stack,
+                    "offset": p.offset,
+                    "size": p.size,
+                    "align": p.align,
+                    "first": p.first,
+                    "last": p.last,
+                    "reason": p.reason,
+                }
                 for p in self.placements
             ],
             "stacks": [
-                {"context": s.context, "memory": s.memory, "address": s.address,
-                 "budget": s.budget, "planned": s.planned}
+                {
+                    "context": s.context,
+                    "memory": s.memory,
+                    "address": s.address,
+                    "budget": s.budget,
+                    "planned": s.planned,
+                }
                 for s in self.stacks
             ],
         }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memplace.runners.base import RunResult, Runner
+from memplace.runners.base import Runner, RunResult
 from memplace.runners.qemu import QemuRunner
 
 RUNNERS: dict[str, type[Runner]] = {QemuRunner.name: QemuRunner}

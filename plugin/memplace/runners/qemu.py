@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memplace import process
 from memplace.errors import InputError
-from memplace.runners.base import RunResult, Runner
+from memplace.runners.base import Runner, RunResult
 
 EXECUTABLE = "qemu-system-arm"
 
@@ -26,12 +26,17 @@ class QemuRunner(Runner):
         first, *rest = images.values()
         argv = [
             EXECUTABLE,
-            "-M", self.machine,
+            "-M",
+            self.machine,
             "-nographic",
-            "-monitor", "none",
-            "-serial", "null",
-            "-semihosting-config", "enable=on,target=native",
-            "-kernel", str(first),
+            "-monitor",
+            "none",
+            "-serial",
+            "null",
+            "-semihosting-config",
+            "enable=on,target=native",
+            "-kernel",
+            str(first),
         ]
         for image in rest:
             argv += ["-device", f"loader,file={image}"]

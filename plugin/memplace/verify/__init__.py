@@ -16,24 +16,41 @@ def verify(project: Project, run: RunLog | None = None) -> Report:
     stacks = []
     for stack in project.plan.stacks:
         measured = run.stacks.get(stack.context) if run else None
-        if measured is not None and measured > stack.budget:
-            findings.append(Finding("stack-budget", stack.context,
-                                    f"measured {measured} bytes, over the budget of {stack.budget}"))
-        stacks.append(StackReport(context=stack.context, budget=stack.budget,
-                                  planned=stack.planned, measured=measured))
+        if measured is not None and measured >= stack.budget:
+            # Painting cannot see past the stack's own area: a stack written to its last
+            # word has overflowed, or is one push away from it.
+            findings.append(
+                Finding(
+                    "stack-budget",
+                    stack.context,
+                    f"used all {stack.budget} bytes of its budget: the stack overflowed",
+                )
+            )
+        stacks.append(
+            StackReport(
+                context=stack.context, budget=stack.budget, planned=stack.planned, measured=measured
+            )
+        )
     if run is not None:
         findings += _run_findings(run)
     return Report(findings=tuple(findings), stacks=tuple(stacks))
 
 
 def _run_findings(run: RunLog) -> list[Finding]:
-    findings = [Finding("run", f.name, f"{f.what} {f.name} failed its check at step {f.step}")
-                for f in run.failures]
+    findings = [
+        Finding("run", f.name, f"{f.what} {f.name} failed its check at step {f.step}")
+        for f in run.failures
+    ]
     if run.fault is not None:
         findings.append(Finding("run", "fault", f"the image stopped on exception {run.fault}"))
     if run.result is None and run.fault is None:
-        findings.append(Finding("run", "result", f"the run ended (exit code {run.exit_code}) "
-                                                 "without reporting a result"))
+        findings.append(
+            Finding(
+                "run",
+                "result",
+                f"the run ended (exit code {run.exit_code}) without reporting a result",
+            )
+        )
     elif run.exit_code != 0 and not findings:
         findings.append(Finding("run", "exit", f"the image exited with code {run.exit_code}"))
     return findings

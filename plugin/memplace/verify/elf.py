@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +56,15 @@ class _Image:
                     continue
                 nobits = section["sh_type"] == "SHT_NOBITS"
                 address = section["sh_addr"]
-                self.sections.append(_Section(section.name, address, section["sh_size"], nobits,
-                                              _load_address(segments, address)))
+                self.sections.append(
+                    _Section(
+                        section.name,
+                        address,
+                        section["sh_size"],
+                        nobits,
+                        _load_address(segments, address),
+                    )
+                )
                 if not nobits:
                     self.data[section.name] = section.data()
             self.symbols: dict[str, tuple[int, int]] = {}
@@ -64,7 +72,9 @@ class _Image:
             if isinstance(symtab, SymbolTableSection):
                 for symbol in symtab.iter_symbols():
                     if symbol.name and symbol["st_info"]["type"] in ("STT_OBJECT", "STT_NOTYPE"):
-                        self.symbols.setdefault(symbol.name, (symbol["st_value"], symbol["st_size"]))
+                        self.symbols.setdefault(
+                            symbol.name, (symbol["st_value"], symbol["st_size"])
+                        )
 
     def section_at(self, address: int) -> _Section | None:
         for section in self.sections:
@@ -116,35 +126,56 @@ def _check_core(project: Project, core: str, image: _Image) -> Iterator[Finding]
             continue
         address, size = found
         if address != expected:
-            yield Finding("placement", pool.name,
-                          f"{symbol} is at 0x{address:08x}, the plan says 0x{expected:08x}")
+            yield Finding(
+                "placement",
+                pool.name,
+                f"{symbol} is at 0x{address:08x}, the plan says 0x{expected:08x}",
+            )
         if not memories[pool.memory].holds(address, max(size, 1)):
-            yield Finding("placement", pool.name,
-                          f"{symbol} [0x{address:08x}, 0x{address + size:08x}) is outside "
-                          f"memory {pool.memory}")
+            yield Finding(
+                "placement",
+                pool.name,
+                f"{symbol} [0x{address:08x}, 0x{address + size:08x}) is outside "
+                f"memory {pool.memory}",
+            )
         if size < pool.used:
-            yield Finding("placement", pool.name,
-                          f"{symbol} holds {size} bytes, the plan uses {pool.used}")
+            yield Finding(
+                "placement", pool.name, f"{symbol} holds {size} bytes, the plan uses {pool.used}"
+            )
         section = image.section_at(address)
         if section is None:
             continue
         if pool.kind == "workspace" and not section.nobits:
-            yield Finding("placement", pool.name,
-                          f"workspace pool takes {section.size} bytes in the image ({section.name})")
+            yield Finding(
+                "placement",
+                pool.name,
+                f"workspace pool takes {section.size} bytes in the image ({section.name})",
+            )
         if pool.kind == "constant":
             if section.nobits:
-                yield Finding("placement", pool.name, f"constant pool has no contents in {section.name}")
-            elif load is not None and not load.holds(section.load_address, section.size) \
-                    and not memories[pool.memory].holds(section.load_address, section.size):
-                yield Finding("load-copy", pool.name,
-                              f"{section.name} is loaded at 0x{section.load_address:08x}, "
-                              f"outside the load memory {load.name}")
+                yield Finding(
+                    "placement", pool.name, f"constant pool has no contents in {section.name}"
+                )
+            elif (
+                load is not None
+                and not load.holds(section.load_address, section.size)
+                and not memories[pool.memory].holds(section.load_address, section.size)
+            ):
+                yield Finding(
+                    "load-copy",
+                    pool.name,
+                    f"{section.name} is loaded at 0x{section.load_address:08x}, "
+                    f"outside the load memory {load.name}",
+                )
             yield from _check_constants(project, pool.name, image, section, address)
     for placement in plan.placements:
         base = plan.address(placement)
         if base is not None and base % placement.align:
-            yield Finding("alignment", placement.name,
-                          f"address 0x{base:08x} is not aligned to {placement.align}")
+            yield Finding(
+                "alignment",
+                placement.name,
+                f"address 0x{base:08x} is not aligned to {placement.align}",
+            )
     for stack in plan.stacks:
         if board["contexts"][stack.context]["core"] != core:
             continue
@@ -154,34 +185,47 @@ def _check_core(project: Project, core: str, image: _Image) -> Iterator[Finding]
         if found is None:
             yield Finding("placement", f"{stack.context}.stack", f"{symbol} is missing")
         elif found != (expected, stack.budget):
-            yield Finding("placement", f"{stack.context}.stack",
-                          f"{symbol} is {found[1]} bytes at 0x{found[0]:08x}, the plan says "
-                          f"{stack.budget} bytes at 0x{expected:08x}")
+            yield Finding(
+                "placement",
+                f"{stack.context}.stack",
+                f"{symbol} is {found[1]} bytes at 0x{found[0]:08x}, the plan says "
+                f"{stack.budget} bytes at 0x{expected:08x}",
+            )
     yield from _check_sections(image, list(memories.values()))
 
 
-def _check_constants(project: Project, pool: str, image: _Image, section: _Section,
-                     pool_address: int) -> Iterator[Finding]:
+def _check_constants(
+    project: Project, pool: str, image: _Image, section: _Section, pool_address: int
+) -> Iterator[Finding]:
     data = image.data.get(section.name, b"")
     for placement in project.plan.in_place(pool):
         expected = project.checksums.get(placement.name)
         if expected is None:
             continue
         start = pool_address - section.address + placement.offset
-        if fnv1a(data[start:start + placement.size]) != expected:
-            yield Finding("contents", placement.name,
-                          "the constant's bytes in the image differ from the workload's")
+        if fnv1a(data[start : start + placement.size]) != expected:
+            yield Finding(
+                "contents",
+                placement.name,
+                "the constant's bytes in the image differ from the workload's",
+            )
 
 
 def _check_sections(image: _Image, memories: list[_Range]) -> Iterator[Finding]:
     ordered = sorted(image.sections, key=lambda s: s.address)
     for section in ordered:
         if not any(m.holds(section.address, section.size) for m in memories):
-            yield Finding("memory", section.name,
-                          f"[0x{section.address:08x}, 0x{section.address + section.size:08x}) "
-                          f"lies outside every memory the core reaches")
-    for low, high in zip(ordered, ordered[1:], strict=False):
+            yield Finding(
+                "memory",
+                section.name,
+                f"[0x{section.address:08x}, 0x{section.address + section.size:08x}) "
+                f"lies outside every memory the core reaches",
+            )
+    for low, high in itertools.pairwise(ordered):
         if high.address < low.address + low.size:
-            yield Finding("overlap", f"{low.name}/{high.name}",
-                          f"{low.name} ends at 0x{low.address + low.size:08x}, after "
-                          f"{high.name} starts at 0x{high.address:08x}")
+            yield Finding(
+                "overlap",
+                f"{low.name}/{high.name}",
+                f"{low.name} ends at 0x{low.address + low.size:08x}, after "
+                f"{high.name} starts at 0x{high.address:08x}",
+            )

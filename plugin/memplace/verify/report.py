@@ -37,10 +37,20 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
-            "findings": [{"check": f.check, "subject": f.subject, "message": f.message}
-                         for f in self.findings],
-            "stacks": [{"context": s.context, "budget": s.budget, "static_bound": s.static_bound,
-                        "measured": s.measured, "planned": s.planned} for s in self.stacks],
+            "findings": [
+                {"check": f.check, "subject": f.subject, "message": f.message}
+                for f in self.findings
+            ],
+            "stacks": [
+                {
+                    "context": s.context,
+                    "budget": s.budget,
+                    "static_bound": s.static_bound,
+                    "measured": s.measured,
+                    "planned": s.planned,
+                }
+                for s in self.stacks
+            ],
         }
 
     def dumps(self) -> str:
@@ -50,8 +60,10 @@ class Report:
         lines = []
         for stack in self.stacks:
             measured = "-" if stack.measured is None else str(stack.measured)
-            lines.append(f"stack {stack.context}: measured {measured} of {stack.budget} bytes "
-                         f"(planned buffers {stack.planned})")
+            lines.append(
+                f"stack {stack.context}: measured {measured} of {stack.budget} bytes "
+                f"(planned buffers {stack.planned})"
+            )
         for finding in self.findings:
             lines.append(f"FAIL {finding.check} {finding.subject}: {finding.message}")
         lines.append("verify: ok" if self.ok else f"verify: {len(self.findings)} finding(s)")

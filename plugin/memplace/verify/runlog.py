@@ -54,5 +54,6 @@ def parse_run(output: str, exit_code: int) -> RunLog:
             fault = int(match[1])
         elif match := _RESULT.match(line):
             result = match[1]
-    return RunLog(exit_code=exit_code, result=result, failures=tuple(failures), stacks=stacks,
-                  fault=fault)
+    return RunLog(
+        exit_code=exit_code, result=result, failures=tuple(failures), stacks=stacks, fault=fault
+    )

@@ -1,0 +1,86 @@
+"""Runners and the process wrapper: exact command lines, missing tools, timeouts."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memplace import process
+from memplace.errors import InputError, ToolError
+from memplace.runners import QemuRunner
+from memplace.verify.runlog import parse_run
+
+
+def test_qemu_command_line() -> None:
+    argv = QemuRunner("mps3-an547").command({"cpu0": Path("build/cpu0.elf")})
+    assert argv == [
+        "qemu-system-arm",
+        "-M",
+        "mps3-an547",
+        "-nographic",
+        "-monitor",
+        "none",
+        "-serial",
+        "null",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-kernel",
+        "build/cpu0.elf",
+    ]
+
+
+def test_qemu_loads_further_images_with_the_loader_device() -> None:
+    argv = QemuRunner("mps2-an521").command({"cpu0": Path("a.elf"), "cpu1": Path("b.elf")})
+    assert argv[-4:] == ["-kernel", "a.elf", "-device", "loader,file=b.elf"]
+
+
+def test_qemu_needs_an_image() -> None:
+    with pytest.raises(InputError, match="no image to run"):
+        QemuRunner("mps3-an547").command({})
+
+
+def test_missing_tool_is_exit_3_with_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with pytest.raises(ToolError) as caught:
+        process.find_tool("qemu-system-arm")
+    assert caught.value.exit_code == 3
+    assert "install it: apt-get install qemu-system-arm" in str(caught.value)
+
+
+def test_running_a_missing_program() -> None:
+    with pytest.raises(ToolError, match="no-such-tool not found"):
+        process.run(["no-such-tool", "--version"], timeout=5)
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "child-survived"
+    script = f"sleep 3; touch {marker}"
+    started = time.monotonic()
+    with pytest.raises(ToolError, match=r"did not finish within 0\.5 s"):
+        process.run(["sh", "-c", f"({script}) & wait"], timeout=0.5)
+    assert time.monotonic() - started < 2.5
+    time.sleep(3.2)
+    assert not marker.exists()
+
+
+def test_run_collects_output_and_exit_code() -> None:
+    done = process.run(["sh", "-c", "echo out; echo err >&2; exit 4"], timeout=5)
+    assert done.returncode == 4
+    assert "out" in done.output and "err" in done.output
+
+
+def test_run_log_parsing() -> None:
+    log = parse_run(
+        "noise\nmemplace: fail buffer act1 step 3\nmemplace: stack main used 700 "
+        "budget 16384\nmemplace: result fail\n",
+        1,
+    )
+    assert [(f.what, f.name, f.step) for f in log.failures] == [("buffer", "act1", 3)]
+    assert log.stacks == {"main": 700}
+    assert log.result == "fail" and not log.passed
+    assert parse_run("memplace: result pass\n", 0).passed
+    assert parse_run("memplace: fault exception 3\n", 125).fault == 3

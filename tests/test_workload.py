@@ -1,0 +1,127 @@
+"""Workloads: loading, lifetimes, constants, and the inputs the loader refuses."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from memplace.errors import InputError
+from memplace.workload import Workload, load_workload
+
+
+def test_demo_workload(demo_workload: Workload) -> None:
+    assert demo_workload.name == "demo"
+    assert demo_workload.steps[0] == "load"
+    assert len([b for b in demo_workload.buffers if b.kind == "buffer"]) == 26
+    im2col = demo_workload.buffer("im2col")
+    assert (im2col.first, im2col.last, im2col.scope) == (2, 2, "local")
+    # Constants live for the whole timeline.
+    fc_w = demo_workload.buffer("fc_w")
+    assert (fc_w.first, fc_w.last) == (0, len(demo_workload.steps) - 1)
+
+
+def test_steps_default_to_the_lifetimes() -> None:
+    workload = Workload.from_data(
+        {
+            "memplace": "workload/v1",
+            "name": "w",
+            "buffers": [
+                {"name": "a", "size": 16, "live": [0, 3]},
+                {"name": "b", "size": 16, "live": 1},
+            ],
+        }
+    )
+    assert workload.steps == ("0", "1", "2", "3")
+    assert (workload.buffer("b").first, workload.buffer("b").last) == (1, 1)
+
+
+def test_steps_as_a_count() -> None:
+    workload = Workload.from_data(
+        {
+            "memplace": "workload/v1",
+            "name": "w",
+            "steps": 5,
+            "buffers": [{"name": "a", "size": "1K", "live": [1, 4]}],
+        }
+    )
+    assert len(workload.steps) == 5
+    assert workload.buffer("a").size == 1024
+
+
+def test_constant_from_a_data_file(tmp_path: Path) -> None:
+    (tmp_path / "w.bin").write_bytes(bytes(range(100)))
+    path = tmp_path / "workload.yaml"
+    path.write_text("memplace: workload/v1\nname: w\nconstants:\n  - {name: c, data_file: w.bin}\n")
+    constant = load_workload(path).buffer("c")
+    assert constant.size == 100
+    assert constant.data == bytes(range(100))
+
+
+def _error(tmp_path: Path, data: dict[str, Any]) -> str:
+    path = tmp_path / "workload.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(InputError) as caught:
+        load_workload(path)
+    text = str(caught.value)
+    assert re.match(rf"{re.escape(str(path))}:\d+:\d+: ", text), text
+    return text
+
+
+Change = Callable[[dict[str, Any]], Any]
+
+RULES: list[tuple[str, Change, str]] = [
+    ("version", lambda d: d.update(memplace="workload/v2"), r"this memplace reads workload/v1"),
+    (
+        "unknown key",
+        lambda d: d["buffers"][0].update(lifetime=[0, 1]),
+        r"buffers\[0\].lifetime: unknown key; valid: align, live, name",
+    ),
+    ("name not C", lambda d: d["buffers"][0].update(name="x-1"), r"is not a C identifier"),
+    ("duplicate name", lambda d: d["buffers"][1].update(name="x"), r"name used twice"),
+    (
+        "unknown step",
+        lambda d: d["buffers"][0].update(live=["a", "d"]),
+        r"buffers\[0\].live\[1\]: no step 'd'; valid: a, b, c",
+    ),
+    (
+        "step past the end",
+        lambda d: d["buffers"][0].update(live=[0, 7]),
+        r"step 7 is past the last step \(2\)",
+    ),
+    (
+        "backwards life",
+        lambda d: d["buffers"][0].update(live=["c", "a"]),
+        r"the last step comes before the first",
+    ),
+    ("three steps", lambda d: d["buffers"][0].update(live=[0, 1, 2]), r"live is \[first, last\]"),
+    ("align", lambda d: d["buffers"][0].update(align=12), r"align must be a power of two"),
+    ("size", lambda d: d["buffers"][0].update(size="12 bytes"), r"expected a size"),
+    ("missing size", lambda d: d["buffers"][0].pop("size"), r"missing required key 'size'"),
+    (
+        "constant without bytes",
+        lambda d: d["constants"][0].pop("size"),
+        r"a constant needs a size or a data_file",
+    ),
+    (
+        "missing data file",
+        lambda d: d["constants"][0].update(data_file="none.bin"),
+        r"constants\[0\].data_file: cannot read",
+    ),
+    ("duplicate step", lambda d: d.update(steps=["a", "a", "c"]), r"step 'a' named twice"),
+    ("empty", lambda d: (d.pop("buffers"), d.pop("constants")), r"needs at least one buffer"),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"), [(c, m) for _, c, m in RULES], ids=[name for name, _, _ in RULES]
+)
+def test_rule(
+    tmp_path: Path, small_workload_data: dict[str, Any], change: Change, message: str
+) -> None:
+    change(small_workload_data)
+    assert re.search(message, _error(tmp_path, small_workload_data))
