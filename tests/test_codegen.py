@@ -32,7 +32,7 @@ def test_the_project_layout(files: dict[str, str]) -> None:
         "memplace/include/demo_memplace.h",
         "memplace/include/memplace_runtime.h",
         "memplace/src/demo_pools.c",
-        "src/exerciser.c",
+        "src/exerciser_cpu0.c",
     ]
 
 
@@ -78,12 +78,13 @@ def test_pool_storage_symbols_and_constant_bytes(
     files: dict[str, str], board: Board, demo_workload: Workload
 ) -> None:
     pools = files["memplace/src/demo_pools.c"]
-    assert "uint8_t demo_pool_dtcm_ws[DEMO_DTCM_WS_SIZE]" in pools
-    assert 'section(".memplace.pool.dtcm_ws")' in pools
+    assert "uint8_t demo_pool_dtcm_ws[DEMO_DTCM_WS_SIZE] DEMO_DTCM_WS_ATTRIBUTES;" in pools
+    header = files["memplace/include/demo_memplace.h"]
+    assert 'section(".memplace.pool.dtcm_ws"), aligned(64), used' in header
     assert "const uint8_t demo_pool_itcm_const[DEMO_ITCM_CONST_SIZE]" in pools
     result = plan(board, demo_workload)
     conv1_w = result.placement("conv1_w")
-    exerciser = files["src/exerciser.c"]
+    exerciser = files["src/exerciser_cpu0.c"]
     assert f'0x{fnv1a(conv1_w.contents or b""):08x}u, "conv1_w"' in exerciser
 
 
@@ -115,14 +116,14 @@ def test_templates_refuse_missing_values(
     monkeypatch: pytest.MonkeyPatch, board: Board, demo_workload: Workload
 ) -> None:
     result = plan(board, demo_workload)
-    original = codegen._context
+    original = codegen.project_context
 
     def without_board(*args: object) -> dict[str, object]:
         context = original(*args)  # type: ignore[arg-type]
         del context["board"]
         return context
 
-    monkeypatch.setattr(codegen, "_context", without_board)
+    monkeypatch.setattr(codegen, "project_context", without_board)
     with pytest.raises(jinja2.UndefinedError, match="'board' is undefined"):
         render(board, result)
 

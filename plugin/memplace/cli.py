@@ -83,6 +83,12 @@ def _build_parser() -> argparse.ArgumentParser:
     generate.add_argument(
         "--force", action="store_true", help="overwrite files edited since memplace wrote them"
     )
+    generate.add_argument(
+        "--pool-storage",
+        default="generated",
+        choices=("generated", "application"),
+        help="who defines the workspace pool arrays: the generated C (default) or the app",
+    )
     generate.set_defaults(handler=_generate)
 
     build_cmd = commands.add_parser("build", help="build a generated project (CMake + Ninja)")
@@ -97,6 +103,7 @@ def _build_parser() -> argparse.ArgumentParser:
     verify_cmd = commands.add_parser("verify", help="check a built project against its plan")
     verify_cmd.add_argument("dir", type=Path, metavar="DIR")
     verify_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
+    verify_cmd.add_argument("--core", help="check only this core's image")
     verify_cmd.set_defaults(handler=_verify)
 
     check_cmd = commands.add_parser("check", help="generate, build, run under QEMU and verify")
@@ -111,6 +118,11 @@ def _build_parser() -> argparse.ArgumentParser:
     check_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_timeout(check_cmd)
     check_cmd.set_defaults(handler=_check)
+
+    module = commands.add_parser(
+        "cmake-module", help="print the path of memplace.cmake, for include() in CMake"
+    )
+    module.set_defaults(handler=_cmake_module)
 
     demo = commands.add_parser("demo", help="check the bundled example on the default board")
     demo.add_argument(
@@ -140,7 +152,13 @@ def _add_project_options(parser: argparse.ArgumentParser) -> None:
         "--project-type",
         default="exerciser",
         choices=sorted(PROJECT_TYPES),
-        help="what the project runs (default: exerciser)",
+        help="what the project runs: the exerciser, the user's app, or the glue only "
+        "(library); default: exerciser",
+    )
+    parser.add_argument(
+        "--sources",
+        type=Path,
+        help="folder of the app's C files (project type app); they provide int app_main(void)",
     )
 
 
@@ -195,7 +213,14 @@ def _plan(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     board, workload = _inputs(args)
     result = workflow.generate(
-        board, workload, args.out, args.project_type, args.algorithm, force=args.force
+        board,
+        workload,
+        args.out,
+        args.project_type,
+        args.algorithm,
+        force=args.force,
+        sources=args.sources,
+        pool_storage=args.pool_storage,
     )
     print(pool_table(result))
     print(f"wrote {args.out}")
@@ -217,7 +242,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    report = verify(Project.load(args.dir), workflow.recorded_run(args.dir))
+    project = Project.load(args.dir)
+    if args.core:
+        project = project.only(args.core)
+    report = verify(project, workflow.recorded_run(args.dir))
     _print_report(report, args.json)
     return 0 if report.ok else CheckFailed.exit_code
 
@@ -225,7 +253,13 @@ def _verify(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     board, workload = _inputs(args)
     result = workflow.check(
-        board, workload, args.out, args.project_type, args.algorithm, args.timeout
+        board,
+        workload,
+        args.out,
+        args.project_type,
+        args.algorithm,
+        args.timeout,
+        sources=args.sources,
     )
     if not args.json:
         print(pool_table(result.plan))
@@ -233,6 +267,11 @@ def _check(args: argparse.Namespace) -> int:
             print(run_summary(result.run))
     _print_report(result.report, args.json)
     return 0 if result.report.ok else CheckFailed.exit_code
+
+
+def _cmake_module(args: argparse.Namespace) -> int:
+    print(resources.data_dir("cmake") / "memplace.cmake")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

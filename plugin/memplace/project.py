@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,14 @@ class Project:
             )
         except (KeyError, TypeError) as exc:
             raise InputError(f"{path} is missing {exc}", key="memplace") from exc
+
+    def only(self, core: str) -> Project:
+        """The same project, checked for the image of one core only."""
+        if core not in self.images:
+            raise InputError(
+                f"no core {core!r}; the project has {', '.join(self.images)}", key="--core"
+            )
+        return replace(self, images={core: self.images[core]})
 
     @property
     def qemu_machine(self) -> str | None:

@@ -6,17 +6,19 @@ The command line and the Project API both drive memplace through these functions
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from memplace.board import Board
 from memplace.build import BUILD_DIR, build
-from memplace.codegen import render
+from memplace.codegen import RenderOptions, render
 from memplace.errors import InputError
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
 from memplace.project import Project, write_project
 from memplace.runners import QemuRunner
+from memplace.scopes import resolve
 from memplace.verify import Report, RunLog, parse_run, verify
 from memplace.workload import Workload
 
@@ -31,10 +33,20 @@ def generate(
     project_type: str = "exerciser",
     algorithm: str = DEFAULT_ALGORITHM,
     force: bool = False,
+    sources: Path | None = None,
+    pool_storage: str = "generated",
 ) -> Plan:
-    """Plan `workload` on `board` and write the project to `out`."""
+    """Plan `workload` on `board` and write the project to `out`.
+
+    `sources` is the folder of an `app` project's C files; the project refers to it by a
+    path relative to `out`, so the generated files name no absolute location."""
     result = plan(board, workload, algorithm=algorithm)
-    write_project(render(board, result, project_type), out, force=force)
+    if sources is not None and not sources.is_dir():
+        raise InputError(f"no folder of sources at {sources}", key="--sources")
+    relative = None if sources is None else os.path.relpath(sources.resolve(), out.resolve())
+    options = RenderOptions(project_type, sources=relative, pool_storage=pool_storage)
+    users = {c.buffer.name: c.users for c in resolve(board, workload)}
+    write_project(render(board, result, project_type, options, users), out, force=force)
     return result
 
 
@@ -83,9 +95,10 @@ def check(
     project_type: str = "exerciser",
     algorithm: str = DEFAULT_ALGORITHM,
     timeout: float = DEFAULT_TIMEOUT,
+    sources: Path | None = None,
 ) -> CheckResult:
     """Everything, for CI: generate, build, run where QEMU can, verify."""
-    result = generate(board, workload, out, project_type, algorithm)
+    result = generate(board, workload, out, project_type, algorithm, sources=sources)
     build(out)
     log = run(out, timeout) if board.qemu_machine else None
     return CheckResult(plan=result, run=log, report=verify(Project.load(out), log))

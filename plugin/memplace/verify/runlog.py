@@ -3,6 +3,7 @@
 Lines that matter start with `memplace: `:
   memplace: fail buffer NAME step N     a live buffer no longer held its pattern
   memplace: fail constant NAME step 0   a constant's checksum did not match
+  memplace: fail isr NAME step 0        an ISR context never ran (or its frame broke)
   memplace: stack CONTEXT used N budget M
   memplace: fault exception N           the image stopped on an unexpected exception
   memplace: result pass|fail
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_FAIL = re.compile(r"^memplace: fail (buffer|constant) (\w+) step (\d+)$")
+_FAIL = re.compile(r"^memplace: fail (buffer|constant|isr) (\w+) step (\d+)$")
 _STACK = re.compile(r"^memplace: stack (\w+) used (\d+) budget (\d+)$")
 _FAULT = re.compile(r"^memplace: fault exception (\d+)$")
 _RESULT = re.compile(r"^memplace: result (pass|fail)$")

@@ -1,0 +1,74 @@
+# memplace for existing CMake firmware projects.
+#
+#   include(/path/to/memplace.cmake)    # `memplace cmake-module` prints the path
+#   memplace_target(TARGET firmware BOARD qemu-mps3-an547 WORKLOAD ${CMAKE_SOURCE_DIR}/workload.yaml)
+#
+# At configure time memplace plans the workload and writes the linker script, startup code
+# and pool storage into the build tree; they are added to the target, whose `main()` the
+# startup code calls. After every link, `memplace verify` checks the ELF against the plan
+# and fails the build when a placement or a stack budget does not hold.
+#
+# Options: CORE (default: the board's first core), OUTPUT_DIR (default:
+# ${CMAKE_CURRENT_BINARY_DIR}/memplace-<target>), ALGORITHM. The memplace command is
+# MEMPLACE_EXECUTABLE (found on PATH when not set).
+
+include_guard(GLOBAL)
+
+find_program(MEMPLACE_EXECUTABLE memplace)
+
+function(memplace_target)
+  cmake_parse_arguments(MP "" "TARGET;BOARD;WORKLOAD;CORE;OUTPUT_DIR;ALGORITHM" "" ${ARGN})
+  foreach(required TARGET BOARD WORKLOAD)
+    if(NOT MP_${required})
+      message(FATAL_ERROR "memplace_target: ${required} is required")
+    endif()
+  endforeach()
+  if(NOT MEMPLACE_EXECUTABLE)
+    message(FATAL_ERROR "memplace_target: the memplace command was not found; set MEMPLACE_EXECUTABLE")
+  endif()
+  if(NOT MP_OUTPUT_DIR)
+    set(MP_OUTPUT_DIR "${CMAKE_CURRENT_BINARY_DIR}/memplace-${MP_TARGET}")
+  endif()
+  set(algorithm)
+  if(MP_ALGORITHM)
+    set(algorithm --algorithm ${MP_ALGORITHM})
+  endif()
+
+  execute_process(
+    COMMAND "${MEMPLACE_EXECUTABLE}" generate "${MP_BOARD}" "${MP_WORKLOAD}"
+            --out "${MP_OUTPUT_DIR}" --project-type library --force ${algorithm}
+    RESULT_VARIABLE status
+    OUTPUT_VARIABLE output
+    ERROR_VARIABLE output)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "memplace could not plan ${MP_WORKLOAD} on ${MP_BOARD}:\n${output}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${MP_WORKLOAD}")
+  if(EXISTS "${MP_BOARD}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${MP_BOARD}")
+  endif()
+
+  include("${MP_OUTPUT_DIR}/memplace/targets.cmake")
+  if(NOT MP_CORE)
+    list(GET MEMPLACE_CORES 0 MP_CORE)
+  endif()
+  if(NOT MP_CORE IN_LIST MEMPLACE_CORES)
+    message(FATAL_ERROR "memplace_target: no core ${MP_CORE}; the board has ${MEMPLACE_CORES}")
+  endif()
+
+  target_sources(${MP_TARGET} PRIVATE ${MEMPLACE_${MP_CORE}_SOURCES})
+  target_include_directories(${MP_TARGET} PRIVATE "${MEMPLACE_INCLUDE_DIR}")
+  target_compile_definitions(${MP_TARGET} PRIVATE MEMPLACE_CORE_${MP_CORE}=1)
+  target_compile_options(${MP_TARGET} PRIVATE ${MEMPLACE_${MP_CORE}_ARCH_FLAGS})
+  target_link_options(${MP_TARGET} PRIVATE ${MEMPLACE_${MP_CORE}_ARCH_FLAGS}
+    "-T${MEMPLACE_${MP_CORE}_LINKER_SCRIPT}" -nostartfiles)
+  set_property(TARGET ${MP_TARGET} APPEND PROPERTY
+    LINK_DEPENDS "${MEMPLACE_${MP_CORE}_LINKER_SCRIPT}")
+
+  add_custom_command(TARGET ${MP_TARGET} POST_BUILD
+    COMMAND "${CMAKE_COMMAND}" -E copy "$<TARGET_FILE:${MP_TARGET}>"
+            "${MP_OUTPUT_DIR}/build/${MP_CORE}.elf"
+    COMMAND "${MEMPLACE_EXECUTABLE}" verify "${MP_OUTPUT_DIR}" --core ${MP_CORE}
+    COMMENT "memplace: verifying ${MP_TARGET} against the plan"
+    VERBATIM)
+endfunction()

@@ -1,0 +1,320 @@
+"""What fills the templates: plain values computed from a Board and a Plan.
+
+One project holds one image per core. Pool storage is defined in exactly one image, the
+first core (in board order) that reaches the pool's memory, and every other image that
+reaches it gets the same symbol at the same address from its linker script, so a shared
+pool has one address everywhere. Where several cores keep their own sections in one
+memory, each takes an equal slice of that memory's image part, so private sections of
+different images never overlap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memplace.board import POOL_ALIGN, Board, Context, Core
+from memplace.codegen.checksum import fnv1a
+from memplace.errors import InputError
+from memplace.planner.model import Placement, Plan, PoolUsage
+
+# Core exceptions the exerciser can raise by itself (ICSR bit that pends each one), and
+# the byte of the System Handler Priority Registers that sets its priority.
+PENDABLE = {
+    "SysTick_Handler": {"icsr_bit": 26, "shpr": 0xE000ED23},
+    "PendSV_Handler": {"icsr_bit": 28, "shpr": 0xE000ED22},
+}
+# Bytes of the frame each ISR's own work puts on the stack it lands on.
+ISR_FRAME = 64
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """Choices of the generated project beyond the board and the plan.
+
+    `project_type`: exerciser, app (the user's sources; `sources` is their folder relative
+    to the project) or library (glue only, for the CMake module). `pool_storage`:
+    "generated" arrays, or "application" when the user's code defines them.
+    """
+
+    project_type: str = "exerciser"
+    sources: str | None = None
+    pool_storage: str = "generated"
+
+
+def storage_bytes(used: int) -> int:
+    return -(-used // 8) * 8
+
+
+def pool_symbol(workload: str, pool: str) -> str:
+    return f"{workload}_pool_{pool}"
+
+
+def main_context(board: Board, core: str) -> Context:
+    """The thread a core starts on: its first thread context with a stack."""
+    for context in board.contexts.values():
+        if context.core == core and context.kind == "thread" and context.stack:
+            return context
+    raise InputError(
+        f"core {core!r} has no thread context with a stack to start on", key="contexts"
+    )
+
+
+def pool_owner(board: Board, pool: PoolUsage) -> str:
+    return next(core for core in board.cores if core in board.memories[pool.memory].access)
+
+
+def exercising_core(board: Board, placement: Placement, users: dict[str, tuple[str, ...]]) -> str:
+    """The core whose exerciser fills and checks a placement: its first user context's."""
+    for user in users.get(placement.name, ()):
+        if user in board.contexts:
+            return board.contexts[user].core
+    return next(iter(board.cores))
+
+
+def project_context(
+    board: Board, plan: Plan, options: RenderOptions, users: dict[str, tuple[str, ...]]
+) -> dict[str, Any]:
+    name = plan.workload
+    pools = [_pool(board, plan, usage, options) for usage in plan.pools]
+    placements = [
+        {
+            "name": p.name,
+            "pool": p.pool,
+            "offset": p.offset,
+            "size": p.size,
+            "address": plan.address(p) or 0,
+            "symbol": pool_symbol(name, p.pool or ""),
+        }
+        for p in plan.placements
+    ]
+    return {
+        "name": name,
+        "NAME": name.upper(),
+        "board": board.name,
+        "project_type": options.project_type,
+        "pool_storage": options.pool_storage,
+        "sources": options.sources,
+        "multicore": len(board.cores) > 1,
+        "steps": list(plan.steps),
+        "pools": pools,
+        "placements": placements,
+        "stacks": [
+            {"context": s.context, "budget": s.budget, "address": s.address} for s in plan.stacks
+        ],
+        "cores": [_core(board, plan, core, options, users) for core in board.cores.values()],
+    }
+
+
+def _pool(board: Board, plan: Plan, usage: PoolUsage, options: RenderOptions) -> dict[str, Any]:
+    storage = storage_bytes(usage.used)
+    rows: list[str] = []
+    if usage.kind == "constant" and storage:
+        image = bytearray(storage)
+        for placement in plan.in_place(usage.name):
+            image[placement.offset : placement.offset + placement.size] = placement.contents or b""
+        rows = [
+            " ".join(f"0x{byte:02x}," for byte in image[row : row + 16])
+            for row in range(0, storage, 16)
+        ]
+    return {
+        "name": usage.name,
+        "kind": usage.kind,
+        "capacity": usage.capacity,
+        "used": usage.used,
+        "storage": storage,
+        "address": usage.address,
+        "memory": usage.memory,
+        "symbol": pool_symbol(plan.workload, usage.name),
+        "align": POOL_ALIGN,
+        "rows": rows,
+        "owner": pool_owner(board, usage) if storage else None,
+        "generated": options.pool_storage == "generated",
+    }
+
+
+def _view(board: Board, memory: str, core: str) -> int:
+    return board.memories[memory].address_for(core) - board.memories[memory].origin
+
+
+def _image_slices(board: Board, reserved: dict[str, int]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(memory, core) -> [start, end) of that core's image part, in system addresses."""
+    slices = {}
+    for memory in board.memories.values():
+        holders = [
+            core.name for core in board.cores.values() if memory.name in core.layout.memories()
+        ]
+        end = reserved.get(memory.name, memory.origin + memory.size)
+        share = (end - memory.origin) // max(len(holders), 1) // 8 * 8
+        for index, core in enumerate(holders):
+            start = memory.origin + index * share
+            slices[(memory.name, core)] = (
+                start,
+                end if index == len(holders) - 1 else start + share,
+            )
+    return slices
+
+
+def _core(
+    board: Board, plan: Plan, core: Core, options: RenderOptions, users: dict[str, tuple[str, ...]]
+) -> dict[str, Any]:
+    main = main_context(board, core.name)
+    reached = [m for m in board.memories.values() if core.name in m.access]
+    reached_names = {m.name for m in reached}
+    all_pools = [p for p in plan.pools if p.used]
+    reserved: dict[str, int] = {}
+    for area_memory, address in [
+        *((p.memory, p.address) for p in all_pools),
+        *((s.memory, s.address) for s in plan.stacks),
+    ]:
+        reserved[area_memory] = min(reserved.get(area_memory, address), address)
+    slices = _image_slices(board, reserved)
+
+    regions = []
+    for memory in reached:
+        if (memory.name, core.name) in slices:
+            start, end = slices[(memory.name, core.name)]
+        elif memory.name in reserved or _held_by_others(board, memory.name):
+            continue
+        else:
+            start, end = memory.origin, memory.origin + memory.size
+        regions.append(
+            {
+                "name": memory.name,
+                "attrs": memory.attrs,
+                "origin": start + _view(board, memory.name, core.name),
+                "length": end - start,
+            }
+        )
+    own_pools = [
+        p for p in all_pools if p.memory in reached_names and pool_owner(board, p) == core.name
+    ]
+    foreign_pools = [
+        p for p in all_pools if p.memory in reached_names and pool_owner(board, p) != core.name
+    ]
+    for pool in own_pools:
+        regions.append(
+            {
+                "name": f"pool_{pool.name}",
+                "attrs": board.memories[pool.memory].attrs,
+                "origin": pool.address + _view(board, pool.memory, core.name),
+                "length": storage_bytes(pool.used),
+            }
+        )
+    stacks = [s for s in plan.stacks if board.contexts[s.context].core == core.name]
+    for stack in stacks:
+        regions.append(
+            {
+                "name": f"stack_{stack.context}",
+                "attrs": board.memories[stack.memory].attrs,
+                "origin": stack.address + _view(board, stack.memory, core.name),
+                "length": stack.budget,
+            }
+        )
+    load = core.layout.load
+    copies = [".data"]
+    copies += [
+        f".memplace.pool.{p.name}" for p in own_pools if p.kind == "constant" and p.memory != load
+    ]
+    if core.layout.code != load:
+        copies.insert(0, ".text")
+    mine = [p for p in plan.placements if exercising_core(board, p, users) == core.name]
+    isrs = [c for c in board.contexts.values() if c.core == core.name and c.kind == "isr"]
+    for isr in isrs:
+        if isr.entry not in PENDABLE and options.project_type == "exerciser":
+            raise InputError(
+                f"the exerciser can raise ISR contexts on "
+                f"{' or '.join(PENDABLE)}, not {isr.entry!r}",
+                key=f"contexts.{isr.name}.entry",
+            )
+    entry = "app_main" if options.project_type == "app" else main.entry
+    return {
+        "name": core.name,
+        "cpu": core.cpu,
+        "fpu": core.float_abi != "soft",
+        "arch_flags": [f"-mcpu={core.cpu}", "-mthumb", f"-mfloat-abi={core.float_abi}"],
+        "layout": {
+            "vectors": core.layout.vectors,
+            "code": core.layout.code,
+            "data": core.layout.data,
+            "load": load,
+        },
+        "regions": sorted(regions, key=lambda r: (r["origin"], r["name"])),
+        "copies": copies,
+        "pools": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "used": p.used,
+                "capacity": p.capacity,
+                "region": f"pool_{p.name}",
+                "copied": p.kind == "constant" and p.memory != load,
+            }
+            for p in own_pools
+        ],
+        "foreign_pools": [
+            {
+                "name": p.name,
+                "symbol": pool_symbol(plan.workload, p.name),
+                "address": p.address + _view(board, p.memory, core.name),
+            }
+            for p in foreign_pools
+        ],
+        "stacks": [
+            {
+                "context": s.context,
+                "budget": s.budget,
+                "address": s.address,
+                "region": f"stack_{s.context}",
+            }
+            for s in stacks
+        ],
+        "main_stack": main.name,
+        "entry": entry,
+        "isrs": [_isr(isr) for isr in isrs],
+        "buffers": [
+            _checked(plan.workload, p) for p in mine if p.kind == "buffer" and p.pool is not None
+        ],
+        "constants": [_checked(plan.workload, p) for p in mine if p.kind == "constant"],
+        "stack_buffers": [
+            _checked(plan.workload, p) for p in plan.placements if p.stack == main.name
+        ],
+        "stack_area": next((s.planned for s in stacks if s.context == main.name), 0),
+        "sources": _sources(core, plan.workload, options),
+    }
+
+
+def _held_by_others(board: Board, memory: str) -> list[str]:
+    return [core.name for core in board.cores.values() if memory in core.layout.memories()]
+
+
+def _isr(context: Context) -> dict[str, Any]:
+    pend = PENDABLE.get(context.entry, {"icsr_bit": 0, "shpr": 0})
+    return {
+        "name": context.name,
+        "entry": context.entry,
+        "priority": context.priority,
+        "preempts": list(context.preempts),
+        "icsr_bit": pend["icsr_bit"],
+        "shpr": pend["shpr"],
+        "frame": ISR_FRAME,
+    }
+
+
+def _checked(workload: str, placement: Placement) -> dict[str, Any]:
+    return {
+        "name": placement.name,
+        "size": placement.size,
+        "first": placement.first,
+        "last": placement.last,
+        "offset": placement.offset,
+        "checksum": fnv1a(placement.contents or b""),
+        "expr": f"&{pool_symbol(workload, placement.pool or '')}[{placement.offset}]",
+    }
+
+
+def _sources(core: Core, workload: str, options: RenderOptions) -> list[str]:
+    sources = [f"memplace/{core.name}/startup.c", f"memplace/src/{workload}_pools.c"]
+    if options.project_type == "exerciser":
+        sources.append(f"src/exerciser_{core.name}.c")
+    return sources
