@@ -9,15 +9,17 @@
 # and fails the build when a placement or a stack budget does not hold.
 #
 # Options: CORE (default: the board's first core), OUTPUT_DIR (default:
-# ${CMAKE_CURRENT_BINARY_DIR}/memplace-<target>), ALGORITHM. The memplace command is
-# MEMPLACE_EXECUTABLE (found on PATH when not set).
+# ${CMAKE_CURRENT_BINARY_DIR}/memplace-<target>), ALGORITHM, POOL_STORAGE (application: the
+# target defines the workspace pool arrays itself, with the <NAME>_<POOL>_ATTRIBUTES macros).
+# The memplace command is MEMPLACE_EXECUTABLE (found on PATH when not set).
 
 include_guard(GLOBAL)
 
 find_program(MEMPLACE_EXECUTABLE memplace)
 
 function(memplace_target)
-  cmake_parse_arguments(MP "" "TARGET;BOARD;WORKLOAD;CORE;OUTPUT_DIR;ALGORITHM" "" ${ARGN})
+  cmake_parse_arguments(MP "" "TARGET;BOARD;WORKLOAD;CORE;OUTPUT_DIR;ALGORITHM;POOL_STORAGE" ""
+                        ${ARGN})
   foreach(required TARGET BOARD WORKLOAD)
     if(NOT MP_${required})
       message(FATAL_ERROR "memplace_target: ${required} is required")
@@ -29,14 +31,17 @@ function(memplace_target)
   if(NOT MP_OUTPUT_DIR)
     set(MP_OUTPUT_DIR "${CMAKE_CURRENT_BINARY_DIR}/memplace-${MP_TARGET}")
   endif()
-  set(algorithm)
+  set(choices)
   if(MP_ALGORITHM)
-    set(algorithm --algorithm ${MP_ALGORITHM})
+    list(APPEND choices --algorithm ${MP_ALGORITHM})
+  endif()
+  if(MP_POOL_STORAGE)
+    list(APPEND choices --pool-storage ${MP_POOL_STORAGE})
   endif()
 
   execute_process(
     COMMAND "${MEMPLACE_EXECUTABLE}" generate "${MP_BOARD}" "${MP_WORKLOAD}"
-            --out "${MP_OUTPUT_DIR}" --project-type library --force ${algorithm}
+            --out "${MP_OUTPUT_DIR}" --project-type library --force ${choices}
     RESULT_VARIABLE status
     OUTPUT_VARIABLE output
     ERROR_VARIABLE output)

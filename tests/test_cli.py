@@ -138,13 +138,13 @@ def test_generate_then_refuse_to_overwrite_edits(
     out = tmp_path / "proj"
     code, stdout, _ = _run(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out))
     assert code == 0 and f"wrote {out}" in stdout
-    (out / "src/exerciser.c").write_text("/* mine */\n")
+    (out / "src/exerciser_cpu0.c").write_text("/* mine */\n")
     code, _, err = _run(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out))
     assert code == 2
-    assert "exerciser.c was changed since memplace wrote it" in _one_error_line(err)
+    assert "exerciser_cpu0.c was changed since memplace wrote it" in _one_error_line(err)
     code, _, _ = _run(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out), "--force")
     assert code == 0
-    assert "mine" not in (out / "src/exerciser.c").read_text()
+    assert "mine" not in (out / "src/exerciser_cpu0.c").read_text()
 
 
 def test_verify_outside_a_project(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

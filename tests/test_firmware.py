@@ -1,0 +1,412 @@
+"""Generated firmware beyond the demo: ISR contexts, stack frames, user apps, application
+pool storage and the CMake module, each built and run for real."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from memplace import resources
+from memplace.board import Board, load_board
+from memplace.build import build
+from memplace.cli import main
+from memplace.codegen import render
+from memplace.errors import InputError
+from memplace.planner import plan
+from memplace.project import write_project
+from memplace.workflow import run
+from memplace.workload import Workload
+
+pytestmark = pytest.mark.qemu
+
+REPO = Path(__file__).resolve().parent.parent
+ISR_BOARD = """memplace: board/v1
+extends: qemu-mps3-an547
+name: an547-isr
+contexts:
+  systick: {core: cpu0, kind: isr, entry: SysTick_Handler, preempts: [main], priority: 2}
+  pendsv: {core: cpu0, kind: isr, entry: PendSV_Handler, preempts: [main, systick], priority: 1}
+"""
+STACK_WORKLOAD = """memplace: workload/v1
+name: frames
+steps: 4
+buffers:
+  - {name: act, size: 4K, live: [0, 3]}
+  - {name: window, size: 512, live: [0, 2], scope: main.stack}
+  - {name: scratch, size: 256, live: [1, 1], scope: local}
+  - {name: tail, size: 256, live: [3, 3], scope: local}
+"""
+
+
+def _check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_isr_contexts_run_nested_on_the_stack_they_preempt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "isr.yaml"
+    board.write_text(ISR_BOARD)
+    workload = str(resources.demo_workload())
+    code, plain = _check(
+        capsys, "check", "qemu-mps3-an547", workload, "--out", str(tmp_path / "plain")
+    )
+    assert code == 0, plain
+    code, with_isrs = _check(capsys, "check", str(board), workload, "--out", str(tmp_path / "isr"))
+    assert code == 0, with_isrs
+    source = (tmp_path / "isr" / "src" / "exerciser_cpu0.c").read_text()
+    assert "void SysTick_Handler(void)" in source and "void PendSV_Handler(void)" in source
+
+    def measured(text: str) -> int:
+        line = next(x for x in text.splitlines() if x.startswith("stack main: measured"))
+        return int(line.split()[3])
+
+    # Two nested exception frames (with FP context) and two handler frames on top.
+    assert measured(with_isrs) >= measured(plain) + 2 * (32 + 64)
+
+
+def test_an_isr_the_exerciser_cannot_raise_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "irq.yaml"
+    board.write_text(ISR_BOARD.replace("PendSV_Handler", "UART0_IRQHandler"))
+    code, out = _check(
+        capsys, "generate", str(board), str(resources.demo_workload()), "--out", str(tmp_path / "p")
+    )
+    assert code == 2
+    assert (
+        "contexts.pendsv.entry: the exerciser can raise ISR contexts on SysTick_Handler or "
+        "PendSV_Handler, not 'UART0_IRQHandler'"
+    ) in out
+    assert not (tmp_path / "p").exists()
+
+
+def test_stack_buffers_live_in_a_real_frame(tmp_path: Path, board: Board) -> None:
+    workload_file = tmp_path / "frames.yaml"
+    workload_file.write_text(STACK_WORKLOAD)
+    workload = Workload.from_file(workload_file)
+    good = plan(board, workload)
+    assert {p.name: p.stack for p in good.placements if p.stack} == {
+        "window": "main",
+        "scratch": "main",
+        "tail": "main",
+    }
+    out = tmp_path / "good"
+    write_project(render(board, good), out)
+    build(out)
+    log = run(out)
+    assert log.passed
+    assert log.stacks["main"] >= good.stacks[0].planned
+    # The same plan with two live stack buffers on top of each other fails on the target.
+    window = good.placement("window")
+    bad = replace(
+        good,
+        placements=tuple(
+            replace(p, offset=window.offset) if p.name == "scratch" else p for p in good.placements
+        ),
+    )
+    out = tmp_path / "bad"
+    write_project(render(board, bad), out)
+    build(out)
+    log = run(out)
+    assert not log.passed
+    assert [(f.name, f.step) for f in log.failures] == [("window", 1)]
+
+
+APP = """#include <stdint.h>
+#include "demo_memplace.h"
+#include "memplace_runtime.h"
+
+int app_main(void)
+{
+    uint8_t *input = DEMO_INPUT_PTR;
+    uint32_t sum = 0;
+    for (uint32_t i = 0; i < DEMO_INPUT_SIZE; i++) {
+        input[i] = (uint8_t)i;
+    }
+    for (uint32_t i = 0; i < DEMO_CONV1_W_SIZE; i++) {
+        sum += DEMO_CONV1_W_PTR[i];
+    }
+    memplace_write("app: done\\n");
+    return sum == 0u ? 1 : 42;
+}
+"""
+
+
+def test_app_main_return_value_is_the_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sources = tmp_path / "app"
+    sources.mkdir()
+    (sources / "app.c").write_text(APP)
+    out = tmp_path / "project"
+    workload = str(resources.demo_workload())
+    code, text = _check(
+        capsys,
+        "generate",
+        "qemu-mps3-an547",
+        workload,
+        "--out",
+        str(out),
+        "--project-type",
+        "app",
+        "--sources",
+        str(sources),
+    )
+    assert code == 0, text
+    # The project names the sources by a relative path only.
+    assert '"${CMAKE_CURRENT_SOURCE_DIR}/../app"' in (out / "CMakeLists.txt").read_text()
+    assert _check(capsys, "build", str(out))[0] == 0
+    code, text = _check(capsys, "run", str(out))
+    assert code == 42
+    assert "run: FAILED (exit code 42)" in text
+
+
+def test_an_app_needs_its_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = str(resources.demo_workload())
+    code, text = _check(
+        capsys,
+        "generate",
+        "qemu-mps3-an547",
+        workload,
+        "--out",
+        str(tmp_path / "p"),
+        "--project-type",
+        "app",
+    )
+    assert code == 2
+    assert "--sources: an app project needs --sources DIR" in text
+    code, text = _check(
+        capsys,
+        "generate",
+        "qemu-mps3-an547",
+        workload,
+        "--out",
+        str(tmp_path / "p"),
+        "--project-type",
+        "app",
+        "--sources",
+        str(tmp_path / "none"),
+    )
+    assert code == 2
+    assert f"--sources: no folder of sources at {tmp_path / 'none'}" in text
+
+
+OWN_STORAGE = """#include <stdint.h>
+#include "small_memplace.h"
+
+uint8_t small_pool_dtcm_ws[SMALL_DTCM_WS_SIZE] SMALL_DTCM_WS_ATTRIBUTES;
+
+int app_main(void)
+{
+    uint8_t *x = SMALL_X_PTR;
+    uint8_t *y = SMALL_Y_PTR;
+    x[0] = 1u;
+    y[0] = 2u;
+    return (x[0] == 1u && y[0] == 2u && small_workspace_pools.dtcm_ws == small_pool_dtcm_ws)
+               ? 0 : 1;
+}
+"""
+
+
+def test_the_application_may_provide_the_pool_storage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workload = tmp_path / "small.yaml"
+    workload.write_text(
+        "memplace: workload/v1\nname: small\nbuffers:\n"
+        "  - {name: x, size: 1K, live: [0, 1]}\n"
+        "  - {name: y, size: 2K, live: [1, 1]}\n"
+    )
+    sources = tmp_path / "app"
+    sources.mkdir()
+    (sources / "main.c").write_text(OWN_STORAGE)
+    out = tmp_path / "p"
+    code, text = _check(
+        capsys,
+        "generate",
+        "qemu-mps3-an547",
+        str(workload),
+        "--out",
+        str(out),
+        "--project-type",
+        "app",
+        "--sources",
+        str(sources),
+        "--pool-storage",
+        "application",
+    )
+    assert code == 0, text
+    assert "uint8_t small_pool_dtcm_ws[" not in (out / "memplace/src/small_pools.c").read_text()
+    assert _check(capsys, "build", str(out))[0] == 0
+    assert _check(capsys, "run", str(out))[0] == 0
+    code, text = _check(capsys, "verify", str(out))
+    assert code == 0, text
+
+
+@pytest.fixture
+def cmake_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _cmake(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    cmake = shutil.which("cmake", path=env["PATH"])
+    assert cmake is not None
+    return subprocess.run([cmake, *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_cmake_module_builds_and_verifies_an_existing_project(
+    tmp_path: Path, cmake_env: dict[str, str]
+) -> None:
+    build_dir = tmp_path / "build"
+    configure = _cmake(
+        cmake_env,
+        "-S",
+        str(REPO / "examples" / "cmake-app"),
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
+    )
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    built = _cmake(cmake_env, "--build", str(build_dir))
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "memplace: verifying firmware against the plan" in built.stdout
+    assert "verify: ok" in built.stdout
+    qemu = subprocess.run(
+        [
+            "qemu-system-arm",
+            "-M",
+            "mps3-an547",
+            "-nographic",
+            "-monitor",
+            "none",
+            "-serial",
+            "null",
+            "-semihosting-config",
+            "enable=on,target=native",
+            "-kernel",
+            str(build_dir / "firmware.elf"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert qemu.returncode == 0
+    assert "sensor: features ready" in qemu.stdout + qemu.stderr
+
+
+def test_the_linker_refuses_a_pool_moved_out_of_its_region(
+    tmp_path: Path, cmake_env: dict[str, str]
+) -> None:
+    build_dir = tmp_path / "build"
+    configure = _cmake(
+        cmake_env,
+        "-S",
+        str(REPO / "examples" / "cmake-app"),
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
+        "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--section-start=.memplace.pool.dtcm_ws=0x01180000",
+    )
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    built = _cmake(cmake_env, "--build", str(build_dir))
+    assert built.returncode != 0
+    assert "not within region `pool_dtcm_ws'" in built.stdout
+
+
+def test_the_post_build_verify_fails_the_build(tmp_path: Path, cmake_env: dict[str, str]) -> None:
+    """The application brings its own pool storage but forgets the attributes that place
+    it: the link works, the verify step after it fails the build."""
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "examples" / "cmake-app", project)
+    cmakelists = project / "CMakeLists.txt"
+    cmakelists.write_text(
+        cmakelists.read_text().replace(
+            "WORKLOAD ${CMAKE_CURRENT_SOURCE_DIR}/workload.yaml)",
+            "WORKLOAD ${CMAKE_CURRENT_SOURCE_DIR}/workload.yaml\n"
+            "                POOL_STORAGE application)",
+        )
+    )
+    main_c = project / "main.c"
+    main_c.write_text(
+        main_c.read_text()
+        + "\nuint8_t sensor_pool_sram_ws[SENSOR_SRAM_WS_SIZE] SENSOR_SRAM_WS_ATTRIBUTES;"
+        + "\nuint8_t sensor_pool_dtcm_ws[SENSOR_DTCM_WS_SIZE];\n"
+    )
+    configure = _cmake(
+        cmake_env,
+        "-S",
+        str(project),
+        "-B",
+        str(tmp_path / "build"),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
+    )
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    built = _cmake(cmake_env, "--build", str(tmp_path / "build"))
+    assert built.returncode != 0
+    assert "FAIL placement dtcm_ws: sensor_pool_dtcm_ws is at 0x01" in built.stdout
+
+
+def test_the_cmake_module_reports_a_workload_that_does_not_plan(
+    tmp_path: Path, cmake_env: dict[str, str]
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "examples" / "cmake-app", project)
+    (project / "workload.yaml").write_text(
+        "memplace: workload/v1\nname: sensor\n"
+        "buffers:\n  - {name: a, size: 64, live: 0, "
+        "scope: global.nowhere}\n"
+    )
+    configure = _cmake(
+        cmake_env,
+        "-S",
+        str(project),
+        "-B",
+        str(tmp_path / "build"),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
+    )
+    assert configure.returncode != 0
+    assert "memplace could not plan" in configure.stderr
+    assert "unknown scope 'global.nowhere'" in configure.stderr
+
+
+GOLDEN = REPO / "tests" / "golden" / "qemu-mps3-an547"
+
+
+@pytest.mark.parametrize(
+    "generated", ["memplace/cpu0/linker.ld", "memplace/include/demo_memplace.h"]
+)
+def test_golden_files_of_the_default_board(generated: str) -> None:
+    """Regenerate with MEMPLACE_UPDATE_GOLDEN=1 after a deliberate change, and review."""
+    board = load_board("qemu-mps3-an547")
+    files = render(board, plan(board, Workload.from_file(resources.demo_workload())))
+    golden = GOLDEN / Path(generated).name
+    if os.environ.get("MEMPLACE_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(files[generated])
+    assert files[generated] == golden.read_text()
+
+
+def test_a_project_type_error_is_an_input_error(board: Board, demo_workload: Workload) -> None:
+    with pytest.raises(InputError, match="pool storage is generated or application"):
+        from memplace.codegen import RenderOptions
+
+        render(board, plan(board, demo_workload), "exerciser", RenderOptions(pool_storage="heap"))
