@@ -13,8 +13,8 @@ demo: setup
 test: setup lint typecheck unit
 
 lint:
-	$(BIN)/ruff check plugin tests benchmarks
-	$(BIN)/ruff format --check plugin tests benchmarks
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
 
 typecheck:
 	$(BIN)/mypy
