@@ -20,6 +20,7 @@ from memplace.codegen import render
 from memplace.errors import InputError
 from memplace.planner import plan
 from memplace.project import write_project
+from memplace.runners import QemuRunner
 from memplace.workflow import run
 from memplace.workload import Workload
 
@@ -265,19 +266,30 @@ def _cmake(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([cmake, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_the_cmake_module_builds_and_verifies_an_existing_project(
-    tmp_path: Path, cmake_env: dict[str, str]
-) -> None:
-    build_dir = tmp_path / "build"
-    configure = _cmake(
-        cmake_env,
+def _configure(
+    env: dict[str, str], source: Path, build_dir: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    return _cmake(
+        env,
         "-S",
-        str(REPO / "examples" / "cmake-app"),
+        str(source),
         "-B",
         str(build_dir),
         "-G",
         "Ninja",
         f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
+        *extra,
+    )
+
+
+def test_the_cmake_module_builds_and_verifies_an_existing_project(
+    tmp_path: Path, cmake_env: dict[str, str]
+) -> None:
+    build_dir = tmp_path / "build"
+    configure = _configure(
+        cmake_env,
+        REPO / "examples" / "cmake-app",
+        build_dir,
     )
     assert configure.returncode == 0, configure.stdout + configure.stderr
     built = _cmake(cmake_env, "--build", str(build_dir))
@@ -285,20 +297,7 @@ def test_the_cmake_module_builds_and_verifies_an_existing_project(
     assert "memplace: verifying firmware against the plan" in built.stdout
     assert "verify: ok" in built.stdout
     qemu = subprocess.run(
-        [
-            "qemu-system-arm",
-            "-M",
-            "mps3-an547",
-            "-nographic",
-            "-monitor",
-            "none",
-            "-serial",
-            "null",
-            "-semihosting-config",
-            "enable=on,target=native",
-            "-kernel",
-            str(build_dir / "firmware.elf"),
-        ],
+        QemuRunner("mps3-an547").command({"cpu0": build_dir / "firmware.elf"}),
         capture_output=True,
         text=True,
         timeout=60,
@@ -311,15 +310,10 @@ def test_the_linker_refuses_a_pool_moved_out_of_its_region(
     tmp_path: Path, cmake_env: dict[str, str]
 ) -> None:
     build_dir = tmp_path / "build"
-    configure = _cmake(
+    configure = _configure(
         cmake_env,
-        "-S",
-        str(REPO / "examples" / "cmake-app"),
-        "-B",
-        str(build_dir),
-        "-G",
-        "Ninja",
-        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
+        REPO / "examples" / "cmake-app",
+        build_dir,
         "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--section-start=.memplace.pool.dtcm_ws=0x01180000",
     )
     assert configure.returncode == 0, configure.stdout + configure.stderr
@@ -347,16 +341,7 @@ def test_the_post_build_verify_fails_the_build(tmp_path: Path, cmake_env: dict[s
         + "\nuint8_t sensor_pool_sram_ws[SENSOR_SRAM_WS_SIZE] SENSOR_SRAM_WS_ATTRIBUTES;"
         + "\nuint8_t sensor_pool_dtcm_ws[SENSOR_DTCM_WS_SIZE];\n"
     )
-    configure = _cmake(
-        cmake_env,
-        "-S",
-        str(project),
-        "-B",
-        str(tmp_path / "build"),
-        "-G",
-        "Ninja",
-        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
-    )
+    configure = _configure(cmake_env, project, tmp_path / "build")
     assert configure.returncode == 0, configure.stdout + configure.stderr
     built = _cmake(cmake_env, "--build", str(tmp_path / "build"))
     assert built.returncode != 0
@@ -373,16 +358,7 @@ def test_the_cmake_module_reports_a_workload_that_does_not_plan(
         "buffers:\n  - {name: a, size: 64, live: 0, "
         "scope: global.nowhere}\n"
     )
-    configure = _cmake(
-        cmake_env,
-        "-S",
-        str(project),
-        "-B",
-        str(tmp_path / "build"),
-        "-G",
-        "Ninja",
-        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
-    )
+    configure = _configure(cmake_env, project, tmp_path / "build")
     assert configure.returncode != 0
     assert "memplace could not plan" in configure.stderr
     assert "unknown scope 'global.nowhere'" in configure.stderr
