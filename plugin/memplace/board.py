@@ -3,14 +3,18 @@
 A board file is checked in three passes, as west checks a manifest: the version gate,
 then the shape of every key, then the rules that tie names together. What comes out is a
 frozen `Board`; nothing past this module reads the raw file.
+
+The keys each mapping accepts are declared once, as data (`BOARD_KEYS` and friends): the
+loader refuses anything else, and `schema.py` builds the JSON Schema from the same tables.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +35,142 @@ CPUS = {
     "cortex-m55": "armv8.1-m.main",
     "cortex-m85": "armv8.1-m.main",
 }
+# Cores that never have a floating-point unit: only `float_abi: soft` makes sense on them.
+CPUS_WITHOUT_FPU = ("cortex-m0", "cortex-m0plus", "cortex-m3", "cortex-m23")
 FLOAT_ABIS = ("hard", "softfp", "soft")
 MEMORY_KINDS = ("flash", "rom", "tcm", "sram", "dram", "other")
 DEVICE_KINDS = ("dma", "npu", "other")
 POOL_KINDS = ("workspace", "constant")
 CONTEXT_KINDS = ("thread", "isr")
 LAYOUT_KEYS = ("vectors", "code", "data", "load")
+RUNNERS = ("pyocd", "openocd")
+STEP_ACTIONS = ("write", "set", "clear")
+_OPERANDS = {"write": "value", "set": "mask", "clear": "mask"}
+# Scope words a context name would collide with (`global.<pool>`, `<context>.stack`).
+RESERVED_CONTEXT_NAMES = ("global", "local")
+BOARD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 # Reserved areas (pools and stacks) start on these boundaries, in bytes.
 POOL_ALIGN = 64
 STACK_ALIGN = 8
+# VTOR ignores the low 7 bits: a vector table starts on a 128-byte boundary.
+VECTOR_ALIGN = 128
+# Bytes a memory holding image sections keeps free of pools and stacks, at the least.
+IMAGE_ROOM = 1024
+ADDRESS_SPACE = 1 << 32
+MAX_PRIORITY = 255
+
+# fmt: off
+C_KEYWORDS = frozenset((
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex", "_Imaginary",
+    "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn", "_Static_assert",
+    "_Thread_local",
+))
+# fmt: on
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key a board file mapping accepts: its name, whether it must be there, its meaning."""
+
+    name: str
+    help: str
+    required: bool = False
+
+
+BOARD_KEYS = (
+    Key("memplace", "format version; must be board/v1", required=True),
+    Key("name", "the board's name (letters, digits, '.', '_', '-')", required=True),
+    Key("summary", "one line about the board"),
+    Key("extends", "a bundled board name or a path relative to this file; maps merge by key"),
+    Key("cores", "every CPU that runs code; one image (ELF) per core", required=True),
+    Key("devices", "bus masters that touch memory but run no code of ours (DMA, NPU)"),
+    Key("memories", "the physical memory map", required=True),
+    Key("pools", "planning pools carved out of memories"),
+    Key("contexts", "execution contexts, each with a stack budget", required=True),
+    Key("run", "how the board runs: under QEMU, or flashed through a debug probe"),
+)
+CORE_KEYS = (
+    Key("cpu", "the -mcpu of this core", required=True),
+    Key("float_abi", "hard, softfp or soft (default soft)"),
+    Key("layout", "which memory holds each part of this core's own image", required=True),
+    Key(
+        "boot",
+        "address of the vector table the core starts from, as it sees it "
+        "(default: the start of its vectors memory)",
+    ),
+    Key("release", "how another core starts this one; absent: it starts at reset"),
+)
+LAYOUT_FIELDS = (
+    Key("vectors", "memory of the vector table", required=True),
+    Key("code", "memory of .text and .rodata", required=True),
+    Key("data", "memory of .data and .bss", required=True),
+    Key("load", "memory the image is programmed into (default: the code memory)"),
+)
+RELEASE_KEYS = (
+    Key("by", "the core whose startup code releases this one", required=True),
+    Key("steps", "register writes that release it, in order"),
+)
+STEP_KEYS = (
+    Key("write", "address of a 32-bit register to write `value` to"),
+    Key("set", "address of a 32-bit register in which to set the bits of `mask`"),
+    Key("clear", "address of a 32-bit register in which to clear the bits of `mask`"),
+    Key("value", "the word to write"),
+    Key("mask", "the bits to set or clear"),
+)
+DEVICE_KEYS = (Key("kind", "dma, npu or other", required=True),)
+MEMORY_KEYS = (
+    Key("origin", "system address of the first byte", required=True),
+    Key("size", "bytes; an integer or a number with K or M", required=True),
+    Key("attrs", "letters of rwx", required=True),
+    Key("kind", "flash, rom, tcm, sram, dram or other (default other)"),
+    Key("access", "the cores and devices that reach this memory", required=True),
+    Key("latency", "lower is faster; orders pool preference (default 1)"),
+    Key("views", "{core: address} where a core sees this memory elsewhere"),
+)
+POOL_KEYS = (
+    Key("memory", "the memory the pool is carved from", required=True),
+    Key("kind", "workspace (buffers) or constant", required=True),
+    Key("size", "bytes; leave it out to take what is left of a memory with no image sections"),
+)
+CONTEXT_KEYS = (
+    Key("core", "the core it runs on", required=True),
+    Key("kind", "thread or isr (default thread)"),
+    Key("entry", "root function of its call graph (default main, or <name>_handler for isr)"),
+    Key("stack", "{memory, size}: its stack (per thread); required for threads"),
+    Key(
+        "threads", "worker threads this context starts, each with a stack like `stack` (default 0)"
+    ),
+    Key("max_stack_alloca", "largest buffer planned on this stack under scope global (default 0)"),
+    Key("preempts", "contexts on the same core whose stacks this one runs on when it fires"),
+    Key("priority", "exception priority for isr (lower preempts higher), thread priority else"),
+)
+STACK_KEYS = (
+    Key("memory", "the memory the stack is in", required=True),
+    Key("size", "bytes per thread, a multiple of 8", required=True),
+)
+RUN_KEYS = (
+    Key("qemu", "present when the board runs under QEMU"),
+    Key("flash", "how a real board is programmed"),
+)
+QEMU_KEYS = (Key("machine", "the QEMU -M machine name", required=True),)
+FLASH_KEYS = (
+    Key("runner", "pyocd or openocd", required=True),
+    Key("target", "pyOCD target name (runner pyocd)"),
+    Key("config", "OpenOCD config file or files (runner openocd)"),
+    Key("frequency", "SWD/JTAG clock in Hz, when the probe's default does not suit the board"),
+)
+
+
+def _names(keys: Iterable[Key]) -> list[str]:
+    return [key.name for key in keys]
+
+
+def _required(keys: Iterable[Key]) -> list[str]:
+    return [key.name for key in keys if key.required]
 
 
 @dataclass(frozen=True)
@@ -64,6 +194,9 @@ class Memory:
     def writable(self) -> bool:
         return "w" in self.attrs
 
+    def executable(self) -> bool:
+        return "x" in self.attrs
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -77,6 +210,29 @@ class Layout:
     def memories(self) -> tuple[str, ...]:
         return (self.vectors, self.code, self.data, self.load)
 
+    def roles(self, memory: str) -> tuple[str, ...]:
+        """The parts of the image (vectors, code, data, load) that live in `memory`."""
+        return tuple(
+            key for key, name in zip(LAYOUT_KEYS, self.memories(), strict=True) if name == memory
+        )
+
+
+@dataclass(frozen=True)
+class ReleaseStep:
+    """One 32-bit register access: `write` stores `value`; `set`/`clear` change `value`'s bits."""
+
+    action: str
+    address: int
+    value: int
+
+
+@dataclass(frozen=True)
+class Release:
+    """How a core that does not start at reset is started: core `by` performs `steps`."""
+
+    by: str
+    steps: tuple[ReleaseStep, ...]
+
 
 @dataclass(frozen=True)
 class Core:
@@ -84,6 +240,8 @@ class Core:
     cpu: str
     float_abi: str
     layout: Layout
+    boot: int = 0
+    release: Release | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +263,7 @@ class Pool:
 
 @dataclass(frozen=True)
 class Stack:
-    """A context's stack area [address, address + size); it grows down from the top."""
+    """A stack area [address, address + size); it grows down from the top."""
 
     memory: str
     size: int
@@ -114,6 +272,10 @@ class Stack:
 
 @dataclass(frozen=True)
 class Context:
+    """An execution context. `stack` is the stack its entry runs on (None for an isr that
+    runs on the stacks it preempts); a context that declares `threads: N` also starts N
+    worker threads, each on a stack of its own (`thread_stacks`, the size of `stack`)."""
+
     name: str
     core: str
     kind: str
@@ -122,6 +284,60 @@ class Context:
     max_stack_alloca: int
     preempts: tuple[str, ...]
     priority: int
+    threads: int = 0
+    thread_stacks: tuple[Stack, ...] = ()
+
+    def stacks(self) -> tuple[tuple[str, Stack], ...]:
+        """Every stack of this context with its label: its own, then each thread's."""
+        own = ((f"{self.name}.stack", self.stack),) if self.stack else ()
+        threads = tuple(
+            (f"{self.name}.thread{index}.stack", stack)
+            for index, stack in enumerate(self.thread_stacks)
+        )
+        return own + threads
+
+
+@dataclass(frozen=True)
+class QemuRun:
+    machine: str
+
+
+@dataclass(frozen=True)
+class FlashRun:
+    """A debug-probe runner: pyOCD with a `target`, or OpenOCD with `config` files; and the
+    probe clock (`frequency`, Hz) if the board needs one."""
+
+    runner: str
+    target: str | None = None
+    config: tuple[str, ...] = ()
+    frequency: int | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    qemu: QemuRun | None = None
+    flash: FlashRun | None = None
+
+
+@dataclass(frozen=True)
+class Area:
+    """A pool or a stack inside a memory, at the address one core sees it."""
+
+    kind: str
+    name: str
+    address: int
+    size: int
+
+
+@dataclass(frozen=True)
+class MappedMemory:
+    """A memory as one core sees it: where, which parts of its image, who else reaches it."""
+
+    memory: Memory
+    address: int
+    roles: tuple[str, ...]
+    shared_with: tuple[str, ...]
+    areas: tuple[Area, ...]
 
 
 @dataclass(frozen=True)
@@ -135,6 +351,7 @@ class Board:
     contexts: Mapping[str, Context]
     qemu_machine: str | None
     source: str
+    run: Run = field(default_factory=Run)
 
     @classmethod
     def from_file(cls, path: Path) -> Board:
@@ -161,20 +378,42 @@ class Board:
     def stack_contexts(self) -> list[Context]:
         return [context for context in self.contexts.values() if context.stack]
 
+    def memory_map(self, core: str) -> tuple[MappedMemory, ...]:
+        """Every memory `core` reaches, at the address it sees it, lowest first, with the
+        pools and stacks inside it."""
+        layout = self.cores[core].layout
+        mapped = []
+        for memory in self.memories.values():
+            if core not in memory.access:
+                continue
+            shift = memory.address_for(core) - memory.origin
+            areas = [
+                Area("pool", pool.name, pool.address + shift, pool.size)
+                for pool in self.pools.values()
+                if pool.memory == memory.name
+            ]
+            for context in self.contexts.values():
+                for label, stack in context.stacks():
+                    if stack.memory == memory.name:
+                        areas.append(Area("stack", label, stack.address + shift, stack.size))
+            mapped.append(
+                MappedMemory(
+                    memory=memory,
+                    address=memory.address_for(core),
+                    roles=layout.roles(memory.name),
+                    shared_with=tuple(who for who in memory.access if who != core),
+                    areas=tuple(sorted(areas, key=lambda area: area.address)),
+                )
+            )
+        return tuple(sorted(mapped, key=lambda entry: entry.address))
+
     def to_data(self) -> dict[str, Any]:
         """The resolved board as plain data, with every computed address filled in."""
         return {
             "name": self.name,
             "summary": self.summary,
             "qemu_machine": self.qemu_machine,
-            "cores": {
-                name: {
-                    "cpu": core.cpu,
-                    "float_abi": core.float_abi,
-                    "layout": dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True)),
-                }
-                for name, core in self.cores.items()
-            },
+            "cores": {name: _core_data(core) for name, core in self.cores.items()},
             "devices": {name: {"kind": device.kind} for name, device in self.devices.items()},
             "memories": {
                 name: {
@@ -197,25 +436,64 @@ class Board:
                 }
                 for name, pool in self.pools.items()
             },
-            "contexts": {
-                name: {
-                    "core": context.core,
-                    "kind": context.kind,
-                    "entry": context.entry,
-                    "stack": None
-                    if context.stack is None
-                    else {
-                        "memory": context.stack.memory,
-                        "size": context.stack.size,
-                        "address": context.stack.address,
-                    },
-                    "max_stack_alloca": context.max_stack_alloca,
-                    "preempts": list(context.preempts),
-                    "priority": context.priority,
-                }
-                for name, context in self.contexts.items()
-            },
+            "contexts": {name: _context_data(context) for name, context in self.contexts.items()},
+            "run": _run_data(self.run),
         }
+
+
+def _stack_data(stack: Stack | None) -> dict[str, Any] | None:
+    if stack is None:
+        return None
+    return {"memory": stack.memory, "size": stack.size, "address": stack.address}
+
+
+def _core_data(core: Core) -> dict[str, Any]:
+    release = None
+    if core.release is not None:
+        release = {
+            "by": core.release.by,
+            "steps": [
+                {step.action: step.address, _OPERANDS[step.action]: step.value}
+                for step in core.release.steps
+            ],
+        }
+    return {
+        "cpu": core.cpu,
+        "float_abi": core.float_abi,
+        "layout": dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True)),
+        "boot": core.boot,
+        "release": release,
+    }
+
+
+def _context_data(context: Context) -> dict[str, Any]:
+    return {
+        "core": context.core,
+        "kind": context.kind,
+        "entry": context.entry,
+        "stack": _stack_data(context.stack),
+        "threads": context.threads,
+        "thread_stacks": [_stack_data(stack) for stack in context.thread_stacks],
+        "max_stack_alloca": context.max_stack_alloca,
+        "preempts": list(context.preempts),
+        "priority": context.priority,
+    }
+
+
+def _run_data(run: Run) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if run.qemu is not None:
+        data["qemu"] = {"machine": run.qemu.machine}
+    if run.flash is not None:
+        flash: dict[str, Any] = {"runner": run.flash.runner}
+        if run.flash.target is not None:
+            flash["target"] = run.flash.target
+        if run.flash.config:
+            flash["config"] = list(run.flash.config)
+        if run.flash.frequency is not None:
+            flash["frequency"] = run.flash.frequency
+        data["flash"] = flash
+    return data
 
 
 def load_board(spec: str | Path) -> Board:
@@ -252,18 +530,21 @@ def _load_with_extends(path: Path, seen: tuple[Path, ...]) -> Document:
         raise parent.error(f"no board {spec!r} to extend; bundled: {', '.join(bundled)}")
     if base_path.resolve() in seen:
         raise parent.error("boards extend each other in a circle")
+    if not node.has("name"):
+        raise node.error("a board that extends another needs a name of its own")
     base = _load_with_extends(base_path, (*seen, path.resolve()))
     del doc.data["extends"]
     return _merge(base, doc)
 
 
 def _merge(base: Document, top: Document) -> Document:
-    """`top` over `base`: mappings merge key by key, anything else is replaced. Every
-    node keeps the position of the file it came from."""
+    """`top` over `base`: mappings merge key by key, a key set to null in `top` removes it,
+    anything else is replaced. Every node keeps the position of the file it came from."""
 
     def merge(low: Any, high: Any) -> Any:
         if isinstance(low, dict) and isinstance(high, dict):
-            return {**low, **{key: merge(low.get(key), value) for key, value in high.items()}}
+            merged = {**low, **{key: merge(low.get(key), value) for key, value in high.items()}}
+            return {key: value for key, value in merged.items() if value is not None}
         return high
 
     merged = Document(data=merge(base.data, top.data), file=top.file)
@@ -303,56 +584,43 @@ class _BoardReader:
         if not isinstance(root.value, dict):
             raise root.error("a board file is a mapping")
         _check_version(root)
-        root.mapping(
-            (
-                "memplace",
-                "name",
-                "summary",
-                "extends",
-                "cores",
-                "devices",
-                "memories",
-                "pools",
-                "contexts",
-                "run",
-            ),
-            required=("name", "cores", "memories", "contexts"),
-        )
-        name = root.child("name").string()
+        root.mapping(_names(BOARD_KEYS), required=_required(BOARD_KEYS))
+        if root.has("extends"):
+            # Files resolve `extends` as they load (`Board.from_file`); plain data cannot.
+            raise root.child("extends").key_error(
+                "extends is resolved when a board file is read; load it with Board.from_file"
+            )
+        name = self._board_name()
         summary = root.child("summary").string() if root.has("summary") else ""
         devices = self._devices()
         cores_node = root.child("cores")
-        core_names = [key for key, _ in cores_node.items()]
-        memories = self._memories(set(core_names) | set(devices), core_names)
-        cores = {key: self._core(node, memories) for key, node in cores_node.items()}
-        if not cores:
+        core_names = [_name(node, key) for key, node in cores_node.items()]
+        if not core_names:
             raise cores_node.error("a board needs at least one core")
+        for key, node in cores_node.items():
+            if key in devices:
+                raise node.key_error(f"{key!r} names both a core and a device; rename one")
+        memories = self._memories(core_names, devices)
+        cores = {key: self._core(node, memories) for key, node in cores_node.items()}
+        _check_releases(cores_node, cores)
+        _check_shared_layouts(cores_node, cores)
         _check_views(cores_node, cores, memories)
         pools_node = root.get("pools")
         pool_specs = [
-            self._pool(key, node, memories)
+            self._pool(key, node, memories, cores)
             for key, node in (pools_node.items() if pools_node else iter(()))
         ]
+        contexts_node = root.child("contexts")
         context_specs = [
-            self._context(key, node, cores, memories)
-            for key, node in root.child("contexts").items()
+            self._context(key, node, cores, devices, memories)
+            for key, node in contexts_node.items()
         ]
         if not context_specs:
-            raise root.child("contexts").error("a board needs at least one context")
+            raise contexts_node.error("a board needs at least one context")
+        _check_contexts(contexts_node, context_specs, cores)
         pools, stacks = _reserve(pool_specs, context_specs, memories, cores)
-        contexts = {
-            spec.name: Context(
-                spec.name,
-                spec.core,
-                spec.kind,
-                spec.entry,
-                stacks.get(spec.name),
-                spec.max_stack_alloca,
-                spec.preempts,
-                spec.priority,
-            )
-            for spec in context_specs
-        }
+        contexts = {spec.name: spec.build(stacks) for spec in context_specs}
+        run = self._run()
         return Board(
             name=name,
             summary=summary,
@@ -361,45 +629,39 @@ class _BoardReader:
             memories=memories,
             pools=pools,
             contexts=contexts,
-            qemu_machine=self._qemu_machine(),
+            qemu_machine=run.qemu.machine if run.qemu else None,
             source=self.doc.file,
+            run=run,
         )
+
+    def _board_name(self) -> str:
+        node = self.root.child("name")
+        name = node.string()
+        if not BOARD_NAME.match(name):
+            raise node.error(f"board names are letters, digits, '.', '_' and '-', got {name!r}")
+        return name
 
     def _devices(self) -> dict[str, Device]:
         node = self.root.get("devices")
         devices: dict[str, Device] = {}
         for key, item in node.items() if node else iter(()):
-            item.mapping(("kind",), required=("kind",))
+            item.mapping(_names(DEVICE_KEYS), required=_required(DEVICE_KEYS))
             devices[key] = Device(_name(item, key), item.child("kind").choice(DEVICE_KINDS))
         return devices
 
-    def _memories(self, users: set[str], cores: list[str]) -> dict[str, Memory]:
+    def _memories(self, cores: list[str], devices: Mapping[str, Device]) -> dict[str, Memory]:
         memories: dict[str, Memory] = {}
+        users = [*cores, *devices]
         for key, item in self.root.child("memories").items():
-            item.mapping(
-                ("origin", "size", "attrs", "kind", "access", "latency", "views"),
-                required=("origin", "size", "attrs", "access"),
-            )
+            item.mapping(_names(MEMORY_KEYS), required=_required(MEMORY_KEYS))
             attrs_node = item.child("attrs")
             attrs = attrs_node.string()
             if not attrs or any(ch not in "rwx" for ch in attrs) or len(set(attrs)) != len(attrs):
                 raise attrs_node.error(f"attrs are letters from 'rwx', got {attrs!r}")
-            access_node = item.child("access")
-            access = access_node.names()
-            for index, who in enumerate(access):
-                if who not in users:
-                    raise access_node.child(index).error(
-                        f"no core or device {who!r}; {suggest(who, users)}"
-                    )
-            views: dict[str, int] = {}
-            views_node = item.get("views")
-            for core, view in views_node.items() if views_node else iter(()):
-                if core not in cores:
-                    raise view.error(f"views name cores; {suggest(core, cores)}")
-                views[core] = view.integer()
+            access = _access(item.child("access"), users)
             origin = item.child("origin").integer()
             size = item.child("size").size()
-            if origin + size > 1 << 32:
+            if origin + size > ADDRESS_SPACE:
                 raise item.child("size").error("the memory ends past the 4 GiB address space")
             memories[key] = Memory(
                 name=_name(item, key),
@@ -409,7 +671,7 @@ class _BoardReader:
                 kind=item.child("kind").choice(MEMORY_KINDS) if item.has("kind") else "other",
                 access=tuple(access),
                 latency=item.child("latency").integer() if item.has("latency") else 1,
-                views=views,
+                views=_views(item, cores, access, size),
             )
         if not memories:
             raise self.root.child("memories").error("a board needs at least one memory")
@@ -417,108 +679,110 @@ class _BoardReader:
 
     def _core(self, item: Node, memories: Mapping[str, Memory]) -> Core:
         name = _name(item, item.path[-1])
-        item.mapping(("cpu", "float_abi", "layout"), required=("cpu", "layout"))
+        item.mapping(_names(CORE_KEYS), required=_required(CORE_KEYS))
         cpu = item.child("cpu").choice(CPUS)
         float_abi = item.child("float_abi").choice(FLOAT_ABIS) if item.has("float_abi") else "soft"
-        layout_node = item.child("layout")
-        layout_node.mapping(LAYOUT_KEYS, required=("vectors", "code", "data"))
-        chosen: dict[str, str] = {}
-        for key in LAYOUT_KEYS:
-            node = layout_node.get(key)
-            if node is None:
-                chosen[key] = chosen["code"]
-                continue
-            memory = node.string()
-            if memory not in memories:
-                raise node.error(f"no memory {memory!r}; {suggest(memory, memories)}")
-            if name not in memories[memory].access:
-                raise node.error(
-                    f"core {name!r} cannot access memory {memory!r}; "
-                    f"add it to that memory's access list"
-                )
-            if key == "data" and not memories[memory].writable():
-                raise node.error(
-                    f"data needs a writable memory; {memory!r} is {memories[memory].attrs}"
-                )
-            chosen[key] = memory
-        return Core(name, cpu, float_abi, Layout(**chosen))
+        if float_abi != "soft" and cpu in CPUS_WITHOUT_FPU:
+            raise item.child("float_abi").error(
+                f"{cpu} has no floating-point unit; use float_abi: soft"
+            )
+        layout = _layout(item.child("layout"), name, memories)
+        vectors = memories[layout.vectors]
+        boot = vectors.address_for(name)
+        if item.has("boot"):
+            boot = _boot(item.child("boot"), name, vectors)
+        release = _release(item.child("release")) if item.has("release") else None
+        return Core(name, cpu, float_abi, layout, boot, release)
 
-    def _pool(self, key: str, item: Node, memories: Mapping[str, Memory]) -> _PoolSpec:
-        item.mapping(("memory", "size", "kind"), required=("memory", "kind"))
+    def _pool(
+        self,
+        key: str,
+        item: Node,
+        memories: Mapping[str, Memory],
+        cores: Mapping[str, Core],
+    ) -> _PoolSpec:
+        item.mapping(_names(POOL_KEYS), required=_required(POOL_KEYS))
         memory = _memory_ref(item.child("memory"), memories)
         kind = item.child("kind").choice(POOL_KINDS)
-        if kind == "constant" and not memories[memory].readable():
+        where = memories[memory]
+        if kind == "constant" and not where.readable():
             raise item.child("memory").error(
-                f"a constant pool needs a readable memory; {memory!r} is {memories[memory].attrs}"
+                f"a constant pool needs a readable memory; {memory!r} is {where.attrs}"
             )
-        if kind == "workspace" and not memories[memory].writable():
+        if kind == "workspace" and not where.writable():
             raise item.child("memory").error(
-                f"a workspace pool needs a writable memory; {memory!r} is {memories[memory].attrs}"
+                f"a workspace pool needs a writable memory; {memory!r} is {where.attrs}"
+            )
+        if not any(core in where.access for core in cores):
+            raise item.child("memory").error(
+                f"no core reaches memory {memory!r}, so no image can hold this pool; "
+                f"add a core to that memory's access list"
             )
         size = item.child("size").size() if item.has("size") else None
         return _PoolSpec(_name(item, key), memory, kind, size, item)
 
     def _context(
-        self, key: str, item: Node, cores: Mapping[str, Core], memories: Mapping[str, Memory]
+        self,
+        key: str,
+        item: Node,
+        cores: Mapping[str, Core],
+        devices: Mapping[str, Device],
+        memories: Mapping[str, Memory],
     ) -> _ContextSpec:
-        item.mapping(
-            ("core", "kind", "entry", "stack", "max_stack_alloca", "preempts", "priority"),
-            required=("core",),
-        )
+        name = _name(item, key)
+        if name in RESERVED_CONTEXT_NAMES:
+            raise item.key_error(f"{name!r} is a scope word; give this context another name")
+        if name in devices:
+            raise item.key_error(f"{name!r} names both a context and a device; rename one")
+        item.mapping(_names(CONTEXT_KEYS), required=_required(CONTEXT_KEYS))
         core_node = item.child("core")
         core = core_node.string()
         if core not in cores:
             raise core_node.error(f"no core {core!r}; {suggest(core, cores)}")
         kind = item.child("kind").choice(CONTEXT_KINDS) if item.has("kind") else "thread"
-        contexts = list(self.root.child("contexts").value)
-        preempts_node = item.get("preempts")
-        preempts = preempts_node.names() if preempts_node else []
-        for index, other in enumerate(preempts):
-            if other not in contexts:
-                raise preempts_node.child(index).error(  # type: ignore[union-attr]
-                    f"no context {other!r}; {suggest(other, contexts)}"
-                )
-        stack_node = item.get("stack")
-        stack: tuple[str, int] | None = None
-        if stack_node is not None:
-            stack_node.mapping(("memory", "size"), required=("memory", "size"))
-            memory = _memory_ref(stack_node.child("memory"), memories)
-            if core not in memories[memory].access:
-                raise stack_node.child("memory").error(
-                    f"core {core!r} cannot access memory {memory!r}"
-                )
-            if not memories[memory].writable():
-                raise stack_node.child("memory").error(
-                    f"a stack needs a writable memory; {memory!r} is {memories[memory].attrs}"
-                )
-            stack = (memory, stack_node.child("size").size())
-        elif kind == "thread":
+        stack = _stack(item.get("stack"), core, memories)
+        threads = item.child("threads").integer(minimum=1) if item.has("threads") else 0
+        if stack is None and kind == "thread":
             raise item.error("a thread context needs a stack: {memory: NAME, size: BYTES}")
-        entry_default = "main" if kind == "thread" else f"{key}_handler"
+        if threads and kind == "isr":
+            raise item.child("threads").error(
+                "an isr is one handler; `threads` is for thread contexts"
+            )
+        entry = _entry(item.get("entry"), "main" if kind == "thread" else f"{key}_handler")
+        alloca = item.child("max_stack_alloca").integer() if item.has("max_stack_alloca") else 0
+        _check_alloca(item, alloca, stack)
+        priority = item.child("priority").integer() if item.has("priority") else 0
+        if kind == "isr" and priority > MAX_PRIORITY:
+            raise item.child("priority").error(
+                f"an exception priority is 0..{MAX_PRIORITY}, got {priority}"
+            )
+        preempts_node = item.get("preempts")
         return _ContextSpec(
-            name=_name(item, key),
+            name=name,
             core=core,
             kind=kind,
-            entry=item.child("entry").name() if item.has("entry") else entry_default,
+            entry=entry,
             stack=stack,
             node=item,
-            max_stack_alloca=(
-                item.child("max_stack_alloca").integer() if item.has("max_stack_alloca") else 0
-            ),
-            preempts=tuple(preempts),
-            priority=item.child("priority").integer() if item.has("priority") else 0,
+            max_stack_alloca=alloca,
+            preempts=tuple(preempts_node.names()) if preempts_node else (),
+            priority=priority,
+            threads=threads,
         )
 
-    def _qemu_machine(self) -> str | None:
+    def _run(self) -> Run:
         run = self.root.get("run")
         if run is None:
-            return None
-        run.mapping(("qemu",))
+            return Run()
+        run.mapping(_names(RUN_KEYS), required=_required(RUN_KEYS))
         qemu = run.get("qemu")
-        if qemu is None:
-            return None
-        qemu.mapping(("machine",), required=("machine",))
-        return qemu.child("machine").string()
+        flash = run.get("flash")
+        if qemu is not None:
+            qemu.mapping(_names(QEMU_KEYS), required=_required(QEMU_KEYS))
+        return Run(
+            qemu=QemuRun(qemu.child("machine").string()) if qemu is not None else None,
+            flash=_flash(flash) if flash is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -541,13 +805,30 @@ class _ContextSpec:
     max_stack_alloca: int
     preempts: tuple[str, ...]
     priority: int
+    threads: int
+
+    def build(self, stacks: Mapping[tuple[str, int], Stack]) -> Context:
+        """The context, with its stacks as `_reserve` placed them (thread -1: its own)."""
+        thread_stacks = tuple(stacks[(self.name, index)] for index in range(self.threads))
+        return Context(
+            self.name,
+            self.core,
+            self.kind,
+            self.entry,
+            stacks.get((self.name, -1)),
+            self.max_stack_alloca,
+            self.preempts,
+            self.priority,
+            self.threads,
+            thread_stacks,
+        )
 
 
 def _name(item: Node, key: str | int) -> str:
     """The key of `item` in its mapping, checked to be a C identifier."""
-    if not isinstance(key, str) or not is_identifier(key):
-        raise item.error(f"{key!r} is not a C identifier (letters, digits, _)")
-    return key
+    if not is_identifier(str(key)):
+        raise item.key_error(f"{key!r} is not a C identifier (letters, digits, _)")
+    return str(key)
 
 
 def _memory_ref(node: Node, memories: Mapping[str, Memory]) -> str:
@@ -555,6 +836,205 @@ def _memory_ref(node: Node, memories: Mapping[str, Memory]) -> str:
     if memory not in memories:
         raise node.error(f"no memory {memory!r}; {suggest(memory, memories)}")
     return memory
+
+
+def _access(node: Node, users: list[str]) -> list[str]:
+    access = node.names()
+    if not access:
+        raise node.error(f"no core or device reaches this memory; list them: {', '.join(users)}")
+    for index, who in enumerate(access):
+        if who not in users:
+            place = node.child(index) if isinstance(node.value, list) else node
+            raise place.error(f"no core or device {who!r}; {suggest(who, users)}")
+    return access
+
+
+def _views(item: Node, cores: list[str], access: list[str], size: int) -> dict[str, int]:
+    views: dict[str, int] = {}
+    node = item.get("views")
+    for core, view in node.items() if node else iter(()):
+        if core not in cores:
+            raise view.key_error(f"views name cores; {suggest(core, cores)}")
+        if core not in access:
+            raise view.key_error(
+                f"core {core!r} has a view of this memory but no access; add it to `access`"
+            )
+        address = view.integer()
+        if address + size > ADDRESS_SPACE:
+            raise view.error(f"core {core!r} would see this memory end past 4 GiB")
+        views[core] = address
+    return views
+
+
+def _layout(node: Node, core: str, memories: Mapping[str, Memory]) -> Layout:
+    node.mapping(_names(LAYOUT_FIELDS), required=_required(LAYOUT_FIELDS))
+    chosen: dict[str, str] = {}
+    for key in LAYOUT_KEYS:
+        part = node.get(key)
+        if part is None:
+            chosen[key] = chosen["code"]
+            continue
+        memory = _memory_ref(part, memories)
+        if core not in memories[memory].access:
+            raise part.error(
+                f"core {core!r} cannot access memory {memory!r}; "
+                f"add it to that memory's access list"
+            )
+        _check_layout_attrs(part, key, memories[memory])
+        chosen[key] = memory
+    return Layout(**chosen)
+
+
+def _check_layout_attrs(node: Node, part: str, memory: Memory) -> None:
+    needs = {"vectors": "r", "code": "rx", "data": "rw", "load": "r"}[part]
+    missing = [letter for letter in needs if letter not in memory.attrs]
+    if missing:
+        raise node.error(
+            f"{part} needs a memory with {needs!r}; {memory.name!r} is {memory.attrs!r} "
+            f"(add the missing letters to its attrs, or pick another memory)"
+        )
+
+
+def _boot(node: Node, core: str, vectors: Memory) -> int:
+    boot = node.integer()
+    start = vectors.address_for(core)
+    if not start <= boot < start + vectors.size:
+        raise node.error(
+            f"the boot address must lie in the vectors memory {vectors.name!r} "
+            f"[0x{start:08x}, 0x{start + vectors.size:08x}) as core {core!r} sees it"
+        )
+    if boot % VECTOR_ALIGN:
+        raise node.error(f"a vector table starts on a {VECTOR_ALIGN}-byte boundary (VTOR)")
+    return boot
+
+
+def _release(node: Node) -> Release:
+    node.mapping(_names(RELEASE_KEYS), required=_required(RELEASE_KEYS))
+    by = node.child("by").name()
+    steps_node = node.get("steps")
+    steps = tuple(_step(step) for step in steps_node.elements()) if steps_node else ()
+    return Release(by, steps)
+
+
+def _step(node: Node) -> ReleaseStep:
+    node.mapping(_names(STEP_KEYS))
+    actions = [action for action in STEP_ACTIONS if node.has(action)]
+    if len(actions) != 1:
+        raise node.error(
+            "a step is one of {write: ADDRESS, value: WORD}, {set: ADDRESS, mask: BITS} "
+            "or {clear: ADDRESS, mask: BITS}"
+        )
+    action = actions[0]
+    operand = _OPERANDS[action]
+    other = "mask" if operand == "value" else "value"
+    if node.has(other) or not node.has(operand):
+        raise node.error(f"a {action} step takes `{operand}`")
+    address = _word(node.child(action))
+    if address % 4:
+        raise node.child(action).error("a register address is a multiple of 4")
+    return ReleaseStep(action, address, _word(node.child(operand)))
+
+
+def _word(node: Node) -> int:
+    value = node.integer()
+    if value >= ADDRESS_SPACE:
+        raise node.error(f"expected a 32-bit value, got 0x{value:x}")
+    return value
+
+
+def _stack(node: Node | None, core: str, memories: Mapping[str, Memory]) -> tuple[str, int] | None:
+    if node is None:
+        return None
+    node.mapping(_names(STACK_KEYS), required=_required(STACK_KEYS))
+    memory = _memory_ref(node.child("memory"), memories)
+    if core not in memories[memory].access:
+        raise node.child("memory").error(
+            f"core {core!r} cannot access memory {memory!r}; add it to that memory's access list"
+        )
+    if not memories[memory].writable():
+        raise node.child("memory").error(
+            f"a stack needs a writable memory; {memory!r} is {memories[memory].attrs}"
+        )
+    size = node.child("size").size()
+    if size % STACK_ALIGN:
+        raise node.child("size").error(
+            f"a stack size is a multiple of {STACK_ALIGN} bytes, got {size}"
+        )
+    return memory, size
+
+
+def _entry(node: Node | None, default: str) -> str:
+    if node is None:
+        return default
+    entry = node.name()
+    if entry in C_KEYWORDS:
+        raise node.error(f"{entry!r} is a C keyword; name a function")
+    return entry
+
+
+def _check_alloca(item: Node, alloca: int, stack: tuple[str, int] | None) -> None:
+    if stack is None and alloca:
+        raise item.child("max_stack_alloca").error(
+            "this context has no stack of its own to plan buffers on; set it to 0 or add a stack"
+        )
+    if stack is not None and alloca > stack[1]:
+        raise item.child("max_stack_alloca").error(
+            f"{alloca} is more than the whole stack ({stack[1]} bytes)"
+        )
+
+
+def _flash(node: Node) -> FlashRun:
+    node.mapping(_names(FLASH_KEYS), required=_required(FLASH_KEYS))
+    runner = node.child("runner").choice(RUNNERS)
+    needs, refuses = ("target", "config") if runner == "pyocd" else ("config", "target")
+    if not node.has(needs):
+        raise node.error(f"runner {runner} needs `{needs}`")
+    if node.has(refuses):
+        raise node.child(refuses).key_error(f"runner {runner} takes `{needs}`, not `{refuses}`")
+    frequency = node.child("frequency").integer(minimum=1) if node.has("frequency") else None
+    if runner == "pyocd":
+        return FlashRun(runner, target=node.child("target").string(), frequency=frequency)
+    config = node.child("config")
+    files = [config.string()] if isinstance(config.value, str) else []
+    files += [item.string() for item in config.elements()] if isinstance(config.value, list) else []
+    if not files:
+        raise config.error("name at least one OpenOCD config file")
+    return FlashRun(runner, config=tuple(files), frequency=frequency)
+
+
+def _check_releases(cores_node: Node, cores: Mapping[str, Core]) -> None:
+    """A released core is released by a core that itself starts at reset (so some core
+    always does)."""
+    for name, core in cores.items():
+        if core.release is None:
+            continue
+        by_node = cores_node.child(name).child("release").child("by")
+        if core.release.by not in cores or core.release.by == name:
+            others = [other for other in cores if other != name]
+            raise by_node.error(
+                f"no other core {core.release.by!r}; {suggest(core.release.by, others)}"
+            )
+        if cores[core.release.by].release is not None:
+            raise by_node.error(
+                f"core {core.release.by!r} is itself released by another; "
+                f"name a core that starts at reset"
+            )
+
+
+def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
+    """Two images never put their own sections in one memory: each grows from its bottom."""
+    owner: dict[str, str] = {}
+    for name, core in cores.items():
+        layout_node = cores_node.child(name).child("layout")
+        for part, memory in zip(LAYOUT_KEYS, core.layout.memories(), strict=True):
+            first = owner.setdefault(memory, name)
+            if first != name:
+                # `load` defaults to the code memory, which is checked first: every
+                # clash is on a key the file spells out.
+                raise layout_node.child(part).error(
+                    f"core {first!r} already puts its image in memory {memory!r} ({part} of "
+                    f"core {name!r}); give each core a memory of its own (split the memory in two)"
+                )
 
 
 def _check_views(
@@ -575,6 +1055,57 @@ def _check_views(
                 )
 
 
+def _check_contexts(
+    contexts_node: Node, specs: list[_ContextSpec], cores: Mapping[str, Core]
+) -> None:
+    by_name = {spec.name: spec for spec in specs}
+    for spec in specs:
+        _check_preempts(spec, by_name)
+    for core in cores:
+        on_core = [spec for spec in specs if spec.core == core]
+        if not any(spec.kind == "thread" for spec in on_core):
+            raise contexts_node.error(
+                f"core {core!r} has no thread context to start on; add one with core: {core}"
+            )
+        entries: dict[str, str] = {}
+        for spec in on_core:
+            first = entries.setdefault(spec.entry, spec.name)
+            if first != spec.name:
+                raise (spec.node.get("entry") or spec.node).error(
+                    f"context {first!r} on core {core!r} already starts at {spec.entry}(); "
+                    f"give each context an entry of its own"
+                )
+    for spec in specs:
+        if spec.kind == "isr" and spec.stack is None and not spec.preempts:
+            raise spec.node.error(
+                "an isr runs on the stacks of the contexts it preempts: list them in "
+                "`preempts`, or give it a stack of its own"
+            )
+
+
+def _check_preempts(spec: _ContextSpec, by_name: Mapping[str, _ContextSpec]) -> None:
+    node = spec.node.get("preempts")
+    if node is None:
+        return
+    for index, other in enumerate(spec.preempts):
+        place = node.child(index) if isinstance(node.value, list) else node
+        if other not in by_name:
+            raise place.error(f"no context {other!r}; {suggest(other, by_name)}")
+        if other == spec.name:
+            raise place.error("a context cannot preempt itself")
+        target = by_name[other]
+        if target.core != spec.core:
+            raise place.error(
+                f"context {other!r} runs on core {target.core!r}, not {spec.core!r}; "
+                f"a context preempts only contexts of its own core"
+            )
+        if spec.kind == "isr" and target.kind == "isr" and spec.priority >= target.priority:
+            raise place.error(
+                f"an exception preempts only a less urgent one: give {spec.name!r} a priority "
+                f"below {target.priority} (lower is more urgent)"
+            )
+
+
 def _align_down(value: int, align: int) -> int:
     return value - value % align
 
@@ -584,20 +1115,26 @@ def _reserve(
     contexts: list[_ContextSpec],
     memories: Mapping[str, Memory],
     cores: Mapping[str, Core],
-) -> tuple[dict[str, Pool], dict[str, Stack]]:
+) -> tuple[dict[str, Pool], dict[tuple[str, int], Stack]]:
     """Give every pool and stack its address.
 
-    In each memory, pools (in declaration order) then stacks take the top; the image's own
-    sections (vectors, code, data) grow from the bottom. A pool without a size takes what
-    is left, which is only defined in a memory that holds no image sections.
+    In each memory, pools (in declaration order) then stacks (context by context: its own,
+    then its threads') take the top; the image's own sections (vectors, code, data) grow from the
+    bottom. A pool without a size takes what is left, which is only defined in a memory
+    that holds no image sections.
     """
     image_memories = {m for core in cores.values() for m in core.layout.memories()}
     pool_result: dict[str, Pool] = {}
-    stack_result: dict[str, Stack] = {}
+    stack_result: dict[tuple[str, int], Stack] = {}
     for memory in memories.values():
         here = [p for p in pools if p.memory == memory.name]
-        stacks = [c for c in contexts if c.stack and c.stack[0] == memory.name]
-        sized = sum(p.size or 0 for p in here) + sum(c.stack[1] for c in stacks if c.stack)
+        stacks = [
+            (c, index)
+            for c in contexts
+            if c.stack and c.stack[0] == memory.name
+            for index in range(-1, c.threads)
+        ]
+        sized = sum(p.size or 0 for p in here) + sum(c.stack[1] for c, _ in stacks if c.stack)
         open_ended = [p for p in here if p.size is None]
         if len(open_ended) > 1:
             raise open_ended[1].node.error(
@@ -607,31 +1144,134 @@ def _reserve(
             raise open_ended[0].node.error(
                 f"give this pool a size: memory {memory.name!r} also holds image sections"
             )
-        if sized > memory.size:
-            culprit = here[-1].node if here else stacks[-1].node
+        culprit = here[-1].node if here else stacks[-1][0].node if stacks else None
+        if culprit is not None and sized > memory.size:
             raise culprit.error(
                 f"pools and stacks in memory {memory.name!r} need {sized} bytes; "
                 f"it has {memory.size}"
             )
         rest = memory.size - sized
+        if culprit is not None and memory.name in image_memories and rest < IMAGE_ROOM:
+            raise culprit.error(
+                f"pools and stacks leave {rest} bytes of memory {memory.name!r} for the image "
+                f"sections it holds; leave at least {IMAGE_ROOM}"
+            )
         if open_ended and rest < POOL_ALIGN:
             raise open_ended[0].node.error(f"no room left in memory {memory.name!r} for this pool")
         cursor = memory.origin + memory.size
-        areas: list[tuple[str, _PoolSpec | _ContextSpec, int]] = [
-            *(("pool", p, p.size if p.size is not None else rest) for p in here),
-            *(("stack", c, c.stack[1]) for c in stacks if c.stack),
+        areas: list[tuple[_PoolSpec | tuple[_ContextSpec, int], int]] = [
+            *((p, p.size if p.size is not None else rest) for p in here),
+            *(((c, index), c.stack[1]) for c, index in stacks if c.stack),
         ]
-        for what, spec, size in reversed(areas):
-            align = POOL_ALIGN if what == "pool" else STACK_ALIGN
+        for spec, size in reversed(areas):
+            align = POOL_ALIGN if isinstance(spec, _PoolSpec) else STACK_ALIGN
             start = _align_down(cursor - size, align)
             if start < memory.origin:
-                raise spec.node.error(f"does not fit in memory {memory.name!r} after alignment")
+                node = spec.node if isinstance(spec, _PoolSpec) else spec[0].node
+                raise node.error(f"does not fit in memory {memory.name!r} after alignment")
             if isinstance(spec, _PoolSpec):
                 # An open-ended pool shrinks to stay inside the memory after alignment.
                 size = min(size, cursor - start) if spec.size is None else size
                 pool_result[spec.name] = Pool(spec.name, memory.name, spec.kind, size, start)
             else:
-                stack_result[spec.name] = Stack(memory.name, size, start)
+                stack_result[(spec[0].name, spec[1])] = Stack(memory.name, size, start)
             cursor = start
     ordered_pools = {p.name: pool_result[p.name] for p in pools}
     return ordered_pools, stack_result
+
+
+def human_size(size: int) -> str:
+    """Bytes as a board file would spell them: 2M, 512K, or a plain number."""
+    for unit, scale in (("M", 1024 * 1024), ("K", 1024)):
+        if size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
+def memory_map_data(board: Board) -> dict[str, Any]:
+    """The memory map as each core sees it, as plain data (`memplace boards show --json`)."""
+    return {
+        "name": board.name,
+        "summary": board.summary,
+        "cores": {
+            name: {
+                "cpu": core.cpu,
+                "boot": core.boot,
+                "released_by": core.release.by if core.release else None,
+                "memories": [
+                    {
+                        "name": entry.memory.name,
+                        "address": entry.address,
+                        "size": entry.memory.size,
+                        "attrs": entry.memory.attrs,
+                        "kind": entry.memory.kind,
+                        "latency": entry.memory.latency,
+                        "holds": list(entry.roles),
+                        "shared_with": list(entry.shared_with),
+                        "areas": [
+                            {"kind": a.kind, "name": a.name, "address": a.address, "size": a.size}
+                            for a in entry.areas
+                        ],
+                    }
+                    for entry in board.memory_map(name)
+                ],
+            }
+            for name, core in board.cores.items()
+        },
+        "devices": {
+            name: {
+                "kind": device.kind,
+                "reaches": [m.name for m in board.memories.values() if name in m.access],
+            }
+            for name, device in board.devices.items()
+        },
+    }
+
+
+def memory_map_text(board: Board) -> str:
+    """The memory map as each core sees it, for people (`memplace boards show`)."""
+    lines = [f"{board.name}: {board.summary}" if board.summary else board.name]
+    if board.run.qemu:
+        lines.append(f"runs under QEMU: -M {board.run.qemu.machine}")
+    if board.run.flash:
+        flash = board.run.flash
+        lines.append(f"flashes with {flash.runner}: {flash.target or ' '.join(flash.config)}")
+    for name, core in board.cores.items():
+        start = f"released by {core.release.by}" if core.release else "starts at reset"
+        lines += [
+            "",
+            f"core {name} ({core.cpu}, float {core.float_abi}): boots at "
+            f"0x{core.boot:08x}, {start}",
+        ]
+        for entry in board.memory_map(name):
+            memory = entry.memory
+            span = f"[0x{entry.address:08x}, 0x{entry.address + memory.size:08x})"
+            notes = [", ".join(entry.roles)] if entry.roles else []
+            notes += [f"shared with {', '.join(entry.shared_with)}"] if entry.shared_with else []
+            lines.append(
+                f"  {span}  {memory.name:<12} {human_size(memory.size):>6}  {memory.attrs:<3} "
+                f"{memory.kind:<5} latency {memory.latency:<3} {'; '.join(notes)}".rstrip()
+            )
+            for area in entry.areas:
+                area_span = f"[0x{area.address:08x}, 0x{area.address + area.size:08x})"
+                lines.append(
+                    f"      {area_span}  {area.kind} {area.name} ({human_size(area.size)})"
+                )
+    if board.devices:
+        lines += ["", "devices"]
+        for name, device in board.devices.items():
+            reached = [m.name for m in board.memories.values() if name in m.access]
+            lines.append(f"  {name} ({device.kind}) reaches {', '.join(reached) or 'nothing'}")
+    lines += ["", "contexts"]
+    for context in board.contexts.values():
+        stack = (
+            f"stack {human_size(context.stack.size)} in {context.stack.memory}"
+            if context.stack
+            else f"on the stacks of {', '.join(context.preempts)}"
+        )
+        threads = f", {context.threads} threads" if context.threads else ""
+        lines.append(
+            f"  {context.name}: {context.kind} on {context.core}, entry {context.entry}(), "
+            f"{stack}{threads}"
+        )
+    return "\n".join(lines)
