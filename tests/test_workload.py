@@ -62,6 +62,66 @@ def test_constant_from_a_data_file(tmp_path: Path) -> None:
     assert constant.data == bytes(range(100))
 
 
+def test_dynamic_buffers_and_list_positions(write_yaml: Callable[[str, str], Path]) -> None:
+    path = write_yaml(
+        "w.yaml",
+        "memplace: workload/v1\nname: w\nbuffers:\n"
+        "  - {name: a, size: 64, live: 0, dynamic: true, users: [main, npu0]}\n",
+    )
+    buffer = load_workload(path).buffer("a")
+    assert buffer.dynamic
+    mark = buffer.mark("users[1]")
+    assert mark is not None and (mark.line, mark.column) == (4, 63)
+    # A key not written falls back to where the buffer is named.
+    fallback = buffer.mark("pools")
+    assert fallback is not None and (fallback.line, fallback.column) == (4, 12)
+
+
+def test_json_workload(write_yaml: Callable[[str, str], Path]) -> None:
+    path = write_yaml(
+        "w.json",
+        '{"memplace": "workload/v1", "name": "w", "steps": 2,\n'
+        ' "buffers": [{"name": "a", "size": "2K", "live": [0, 1]}]}\n',
+    )
+    assert load_workload(path).buffer("a").size == 2048
+
+
+def test_data_file_and_size_must_agree(tmp_path: Path) -> None:
+    (tmp_path / "w.bin").write_bytes(bytes(10))
+    path = tmp_path / "workload.yaml"
+    path.write_text(
+        "memplace: workload/v1\nname: w\nconstants:\n  - {name: c, data_file: w.bin, size: 12}\n"
+    )
+    with pytest.raises(InputError, match=r":4:39: constants\[0\].size: the constant's data holds"):
+        load_workload(path)
+
+
+def test_empty_data_file(tmp_path: Path) -> None:
+    (tmp_path / "w.bin").write_bytes(b"")
+    path = tmp_path / "workload.yaml"
+    path.write_text("memplace: workload/v1\nname: w\nconstants:\n  - {name: c, data_file: w.bin}\n")
+    with pytest.raises(InputError, match=r"constants\[0\].data_file: .*w.bin is empty"):
+        load_workload(path)
+
+
+def test_not_a_mapping(write_yaml: Callable[[str, str], Path]) -> None:
+    path = write_yaml("w.yaml", "- 1\n")
+    with pytest.raises(InputError, match=r":1:1: a workload file is a mapping"):
+        load_workload(path)
+
+
+def test_missing_version(write_yaml: Callable[[str, str], Path]) -> None:
+    path = write_yaml("w.yaml", "name: w\n")
+    with pytest.raises(InputError, match=r"missing 'memplace: workload/v1' at the top"):
+        load_workload(path)
+
+
+def test_without_drops_buffers(demo_workload: Workload) -> None:
+    fewer = demo_workload.without({"input", "fc_w"})
+    assert len(fewer.buffers) == len(demo_workload.buffers) - 2
+    assert "input" not in {b.name for b in fewer.buffers}
+
+
 def _error(tmp_path: Path, data: dict[str, Any]) -> str:
     path = tmp_path / "workload.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -79,7 +139,8 @@ RULES: list[tuple[str, Change, str]] = [
     (
         "unknown key",
         lambda d: d["buffers"][0].update(lifetime=[0, 1]),
-        r"buffers\[0\].lifetime: unknown key; valid: align, live, name",
+        r"buffers\[0\].lifetime: unknown key; valid: align, dynamic, live, name, pools, "
+        r"priority, scope, size, users",
     ),
     ("name not C", lambda d: d["buffers"][0].update(name="x-1"), r"is not a C identifier"),
     ("duplicate name", lambda d: d["buffers"][1].update(name="x"), r"name used twice"),
@@ -113,7 +174,61 @@ RULES: list[tuple[str, Change, str]] = [
         r"constants\[0\].data_file: cannot read",
     ),
     ("duplicate step", lambda d: d.update(steps=["a", "a", "c"]), r"step 'a' named twice"),
+    ("empty step name", lambda d: d.update(steps=["a", "", "c"]), r"steps\[1\]: a step name"),
+    ("no steps", lambda d: d.update(steps=[]), r"steps: steps needs at least one step"),
+    ("zero steps", lambda d: d.update(steps=0), r"steps: must be at least 1, got 0"),
+    ("step not text", lambda d: d.update(steps=["a", 2, "c"]), r"steps\[1\]: expected text"),
+    (
+        "named step with counted steps",
+        lambda d: d.update(steps=3),
+        r"buffers\[0\].live\[0\]: no step 'a'; valid: 0, 1, 2",
+    ),
+    (
+        "named step without steps",
+        lambda d: d.pop("steps"),
+        r"no step 'a': steps are numbers unless the workload names them in 'steps'",
+    ),
+    ("negative step", lambda d: d["buffers"][0].update(live=[-1, 0]), r"must be at least 0"),
     ("empty", lambda d: (d.pop("buffers"), d.pop("constants")), r"needs at least one buffer"),
+    ("no name", lambda d: d.pop("name"), r"missing required key 'name'"),
+    ("not a mapping", lambda d: d.update(buffers=[["x"]]), r"buffers\[0\]: expected a mapping"),
+    ("zero size", lambda d: d["buffers"][0].update(size=0), r"a size must be positive, got 0"),
+    ("align zero", lambda d: d["buffers"][0].update(align=0), r"align: must be at least 1"),
+    ("empty scope", lambda d: d["buffers"][0].update(scope=""), r"scope: a scope is not empty"),
+    ("scope not text", lambda d: d["buffers"][0].update(scope=3), r"scope: expected text"),
+    (
+        "empty users",
+        lambda d: d["buffers"][0].update(users=[]),
+        r"buffers\[0\].users: users lists at least one name, or leave it out",
+    ),
+    (
+        "user twice",
+        lambda d: d["buffers"][0].update(users=["main", "main"]),
+        r"buffers\[0\].users\[1\]: 'main' listed twice",
+    ),
+    ("user not a name", lambda d: d["buffers"][0].update(users=["a b"]), r"is not a C identifier"),
+    ("empty pools", lambda d: d["buffers"][0].update(pools=[]), r"pools lists at least one"),
+    (
+        "pool twice",
+        lambda d: d["constants"][0].update(pools=["p", "p"]),
+        r"constants\[0\].pools\[1\]: 'p' listed twice",
+    ),
+    ("dynamic", lambda d: d["buffers"][0].update(dynamic="yes"), r"expected true or false"),
+    (
+        "dynamic constant",
+        lambda d: d["constants"][0].update(dynamic=True),
+        r"constants\[0\].dynamic: unknown key",
+    ),
+    (
+        "constant with a lifetime",
+        lambda d: d["constants"][0].update(live=[0, 1]),
+        r"constants\[0\].live: unknown key",
+    ),
+    (
+        "data given in a file",
+        lambda d: d["constants"][0].update(data="abc"),
+        r"constants\[0\].data: unknown key",
+    ),
 ]
 
 

@@ -2,6 +2,13 @@
 
 A lifetime is inclusive: a buffer with `live: [conv1, dw1]` is in use at every step from
 conv1 to dw1, both included. Constants live for the whole timeline.
+
+There are three ways in and one set of rules: a file (`load_workload`, YAML or JSON, or a
+`.tflite` model through `memplace.importers`), plain data (`Workload.from_data`), and
+code (`WorkloadBuilder`). All of them pass through `_WorkloadReader`, so a workload built
+in Python is refused for exactly what a workload file is refused for. Scopes, users and
+pools name things on a board, so they are checked when the workload meets one
+(`memplace.scopes`).
 """
 
 from __future__ import annotations
@@ -13,17 +20,28 @@ from pathlib import Path
 from typing import Any
 
 from memplace.errors import InputError, Mark
-from memplace.source import Document, Node, suggest
+from memplace.source import Document, Node, Path_, suggest
 
 VERSION = "workload/v1"
 DEFAULT_ALIGN = 16
-BUFFER_KEYS = ("name", "size", "align", "live", "scope", "users", "pools")
-CONSTANT_KEYS = ("name", "size", "data_file", "align", "scope", "users", "pools")
+DEFAULT_SCOPE = "global"
+BUFFER_KEYS = ("name", "size", "align", "live", "scope", "users", "pools", "dynamic", "priority")
+CONSTANT_KEYS = ("name", "size", "data_file", "align", "scope", "users", "pools", "priority")
+# Files that `load_workload` reads as models to import rather than as workload files.
+MODEL_SUFFIXES = (".tflite",)
+
+Step = int | str
 
 
 @dataclass(frozen=True)
 class Buffer:
-    """One thing to place. `kind` is "buffer" (read-write) or "constant" (read-only)."""
+    """One thing to place. `kind` is "buffer" (read-write) or "constant" (read-only).
+
+    `first` and `last` are step indices, inclusive. `users` empty means the board's first
+    context; `pools` empty means no narrowing. `data` holds a constant's bytes when it
+    came with them (a data file, a model); otherwise the plan fills it deterministically.
+    A `dynamic` buffer is reserved in its pool and handed out at run time by an arena.
+    """
 
     name: str
     kind: str
@@ -34,11 +52,16 @@ class Buffer:
     scope: str
     users: tuple[str, ...]
     pools: tuple[str, ...] = ()
-    data: bytes | None = None
+    data: bytes | None = field(default=None, repr=False)
+    dynamic: bool = False
+    priority: int = 0  # higher claims the fast pools first (planner.assign); any integer
     marks: Mapping[str, Mark] = field(default_factory=dict, compare=False, repr=False)
 
     def mark(self, key: str) -> Mark | None:
-        return self.marks.get(key) or self.marks.get("name")
+        """Where `key` (such as "scope" or "users[1]") is written, else where the buffer is."""
+        return (
+            self.marks.get(key) or self.marks.get(key.partition("[")[0]) or self.marks.get("name")
+        )
 
     def error(self, key: str, message: str) -> InputError:
         return InputError(message, self.mark(key), f"{self.name}.{key}")
@@ -73,12 +96,113 @@ class Workload:
                 return buffer
         raise KeyError(name)
 
+    def without(self, names: set[str]) -> Workload:
+        """The same workload less the named buffers (for what-if questions)."""
+        return replace(self, buffers=tuple(b for b in self.buffers if b.name not in names))
+
 
 def load_workload(path: str | Path) -> Workload:
+    """A workload file (YAML or JSON), or a model such as a `.tflite` file, imported."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"no workload file at {path}", key="WORKLOAD")
+    if path.suffix.lower() in MODEL_SUFFIXES:
+        from memplace.importers import import_model  # the importers build on this module
+
+        return import_model(path)
     return Workload.from_file(path)
+
+
+class WorkloadBuilder:
+    """A workload built in code, for compilers that call memplace as a library.
+
+    Each call adds one buffer or constant; `build()` checks the whole by the rules of a
+    workload file and returns the frozen `Workload` (or raises `InputError` naming the
+    buffer and key). Sizes take bytes or text such as "12K"; steps and lifetimes take
+    names or indices, as in a file.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        steps: Sequence[str] | int | None = None,
+        base_dir: Path | None = None,
+        source: str = "<python>",
+    ) -> None:
+        self._data: dict[str, Any] = {"memplace": VERSION, "name": name}
+        if steps is not None:
+            self._data["steps"] = steps if isinstance(steps, int) else list(steps)
+        self._buffers: list[dict[str, Any]] = []
+        self._constants: list[dict[str, Any]] = []
+        self._base_dir = base_dir
+        self._source = source
+
+    def buffer(
+        self,
+        name: str,
+        size: int | str,
+        live: Step | Sequence[Step],
+        *,
+        align: int | None = None,
+        scope: str | None = None,
+        users: Sequence[str] | None = None,
+        pools: Sequence[str] | None = None,
+        dynamic: bool | None = None,
+    ) -> WorkloadBuilder:
+        """Add a buffer live from step `live[0]` to `live[1]` inclusive (or at one step)."""
+        spec = {"name": name, "size": size, "live": _plain(live), "align": align}
+        spec.update(scope=scope, users=_plain(users), pools=_plain(pools), dynamic=dynamic)
+        self._buffers.append({key: value for key, value in spec.items() if value is not None})
+        return self
+
+    def constant(
+        self,
+        name: str,
+        *,
+        size: int | str | None = None,
+        data: bytes | None = None,
+        data_file: str | Path | None = None,
+        align: int | None = None,
+        scope: str | None = None,
+        users: Sequence[str] | None = None,
+        pools: Sequence[str] | None = None,
+    ) -> WorkloadBuilder:
+        """Add a constant: its bytes (`data`), a file holding them, or a `size` to fill."""
+        spec = {"name": name, "size": size, "data": data, "align": align, "scope": scope}
+        spec.update(data_file=None if data_file is None else str(data_file))
+        spec.update(users=_plain(users), pools=_plain(pools))
+        self._constants.append({key: value for key, value in spec.items() if value is not None})
+        return self
+
+    def build(self) -> Workload:
+        data = dict(self._data, buffers=self._buffers, constants=self._constants)
+        doc = _CodeDocument(copy.deepcopy(data), file=self._source)
+        return _WorkloadReader(doc, self._base_dir or Path.cwd()).read()
+
+
+def _plain(value: Any) -> Any:
+    """Tuples become lists, as a YAML loader would give them."""
+    if isinstance(value, str | bytes) or value is None:
+        return value
+    if isinstance(value, Sequence):
+        return [_plain(item) for item in value]
+    return value
+
+
+class _CodeDocument(Document):
+    """Data built in Python: errors name the buffer and key, with no file position."""
+
+    def error(self, path: Path_, message: str, at_key: bool = False) -> InputError:
+        return InputError(message, None, self._key_by_name(path) or None)
+
+    def _key_by_name(self, path: Path_) -> str:
+        if len(path) >= 2 and path[0] in ("buffers", "constants") and isinstance(path[1], int):
+            items = self.data.get(path[0])
+            item = items[path[1]] if isinstance(items, list) and path[1] < len(items) else None
+            name = item.get("name") if isinstance(item, dict) else None
+            if isinstance(name, str) and name:
+                return self.key_name((name, *path[2:]))
+        return self.key_name(path)
 
 
 class _WorkloadReader:
@@ -86,6 +210,8 @@ class _WorkloadReader:
         self.doc = doc
         self.root = Node(doc)
         self.base_dir = base_dir
+        self.from_code = isinstance(doc, _CodeDocument)
+        self.step_index: dict[str, int] = {}
 
     def read(self) -> Workload:
         root = self.root
@@ -116,11 +242,7 @@ class _WorkloadReader:
                 )
             seen.add(item.name)
             if item.kind == "constant":
-                item = _replace_life(item, 0, len(steps) - 1)
-            elif item.last >= len(steps):
-                raise item.error(
-                    "live", f"step {item.last} is past the last step ({len(steps) - 1})"
-                )
+                item = replace(item, first=0, last=len(steps) - 1)
             placed.append(item)
         return Workload(name=name, steps=tuple(steps), buffers=tuple(placed), source=self.doc.file)
 
@@ -138,7 +260,9 @@ class _WorkloadReader:
         if not names:
             raise node.error("steps needs at least one step")
         for index, step in enumerate(names):
-            if names.index(step) != index:
+            if not step:
+                raise node.child(index).error("a step name is not empty")
+            if self.step_index.setdefault(step, index) != index:
                 raise node.child(index).error(f"step {step!r} named twice")
         return names
 
@@ -149,28 +273,33 @@ class _WorkloadReader:
                 raise node.error(f"step {index} is past the last step ({len(steps) - 1})")
             return index
         if steps is None:
-            raise node.error("steps are numbers unless the workload names them in 'steps'")
+            raise node.error(
+                f"no step {node.value!r}: steps are numbers unless the workload names them "
+                "in 'steps'"
+            )
         name = node.string()
-        if name not in steps:
+        if not self.step_index:
+            self.step_index = {step: index for index, step in enumerate(steps)}
+        if name not in self.step_index:
             raise node.error(f"no step {name!r}; {suggest(name, steps)}")
-        return steps.index(name)
+        return self.step_index[name]
 
     def _buffer(self, node: Node, kind: str, steps: list[str] | None) -> Buffer:
         constant = kind == "constant"
+        keys = (*CONSTANT_KEYS, "data") if constant and self.from_code else CONSTANT_KEYS
         node.mapping(
-            CONSTANT_KEYS if constant else BUFFER_KEYS,
+            keys if constant else BUFFER_KEYS,
             required=("name",) if constant else ("name", "size", "live"),
         )
-        marks = {key: self.doc.mark(child.path) for key, child in node.items()}
         name = node.child("name").name()
         data: bytes | None = None
         if constant:
-            data = self._data_file(node)
+            data = self._data(node)
             if data is None and not node.has("size"):
                 raise node.error("a constant needs a size or a data_file")
             size = len(data) if data is not None else node.child("size").size()
             if data is not None and node.has("size") and node.child("size").size() != size:
-                raise node.child("size").error(f"data_file holds {size} bytes")
+                raise node.child("size").error(f"the constant's data holds {size} bytes")
             first = last = 0
         else:
             size = node.child("size").size()
@@ -178,9 +307,9 @@ class _WorkloadReader:
         align = node.child("align").integer(minimum=1) if node.has("align") else DEFAULT_ALIGN
         if align & (align - 1):
             raise node.child("align").error(f"align must be a power of two, got {align}")
-        scope = node.child("scope").string() if node.has("scope") else "global"
-        users = tuple(node.child("users").names()) if node.has("users") else ()
-        pools = tuple(node.child("pools").names()) if node.has("pools") else ()
+        scope = node.child("scope").string() if node.has("scope") else DEFAULT_SCOPE
+        if not scope:
+            raise node.child("scope").error("a scope is not empty; the default is 'global'")
         return Buffer(
             name=name,
             kind=kind,
@@ -189,11 +318,41 @@ class _WorkloadReader:
             first=first,
             last=last,
             scope=scope,
-            users=users,
-            pools=pools,
+            users=self._names(node, "users"),
+            pools=self._names(node, "pools"),
             data=data,
-            marks=marks,
+            dynamic=node.child("dynamic").boolean() if node.has("dynamic") else False,
+            priority=node.child("priority").integer(minimum=None) if node.has("priority") else 0,
+            marks=self._marks(node),
         )
+
+    def _names(self, node: Node, key: str) -> tuple[str, ...]:
+        """A list of board names (users, pools): at least one, none twice."""
+        child = node.get(key)
+        if child is None:
+            return ()
+        names = child.names()
+        if not names:
+            raise child.error(f"{key} lists at least one name, or leave it out")
+        for index, name in enumerate(names):
+            if names.index(name) != index:
+                raise child.child(index).error(f"{name!r} listed twice")
+        return tuple(names)
+
+    def _marks(self, node: Node) -> dict[str, Mark]:
+        """Where each key of a buffer is written; list items as "users[1]"."""
+        marks: dict[str, Mark] = {}
+        for key, child in node.items():
+            self._add_mark(marks, key, child.path)
+            if isinstance(child.value, list):
+                for index in range(len(child.value)):
+                    self._add_mark(marks, f"{key}[{index}]", (*child.path, index))
+        return marks
+
+    def _add_mark(self, marks: dict[str, Mark], key: str, path: Path_) -> None:
+        mark = self.doc.marks.get(path)
+        if mark is not None:
+            marks[key] = mark
 
     def _life(self, node: Node, steps: list[str] | None) -> tuple[int, int]:
         if isinstance(node.value, list):
@@ -206,7 +365,17 @@ class _WorkloadReader:
             raise node.error(f"the last step comes before the first ({last} < {first})")
         return first, last
 
-    def _data_file(self, node: Node) -> bytes | None:
+    def _data(self, node: Node) -> bytes | None:
+        """A constant's bytes, from `data_file` (or, in code, `data`)."""
+        given = node.get("data")
+        if given is not None:
+            if node.has("data_file"):
+                raise given.error("give data or data_file, not both")
+            if not isinstance(given.value, bytes | bytearray | memoryview):
+                raise given.error(f"data is bytes, got {type(given.value).__name__}")
+            if not given.value:
+                raise given.error("data is empty")
+            return bytes(given.value)
         file_node = node.get("data_file")
         if file_node is None:
             return None
@@ -218,10 +387,6 @@ class _WorkloadReader:
         if not data:
             raise file_node.error(f"{path} is empty")
         return data
-
-
-def _replace_life(item: Buffer, first: int, last: int) -> Buffer:
-    return replace(item, first=first, last=last)
 
 
 def live_at(buffers: Sequence[Buffer], step: int) -> list[Buffer]:
