@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 from typing import Any
@@ -12,10 +13,12 @@ from hypothesis import strategies as st
 
 from memplace.board import Board
 from memplace.errors import InputError, PlanningError
-from memplace.planner import ALGORITHMS, plan
-from memplace.planner.blocks import Block, first_fit, lower_bound, peak
+from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM, Budget, plan
+from memplace.planner.blocks import Block, first_fit, grain, lower_bound, peak
 from memplace.planner.check import placement_problems
 from memplace.workload import Workload
+
+QUICK = Budget(time_limit=5.0, nodes=50_000)
 
 
 def test_first_fit_reuses_memory_of_dead_blocks() -> None:
@@ -32,23 +35,58 @@ def test_first_fit_takes_a_gap_that_fits() -> None:
     assert first_fit(Block(64, 0, 0, align=16), placed) == 80
 
 
-# (live ranges as (size, first, last), lower bound, greedy-size peak)
+def test_a_block_is_checked_at_the_door() -> None:
+    with pytest.raises(ValueError, match="not a block"):
+        Block(0, 0, 0)
+    with pytest.raises(ValueError, match="not a block"):
+        Block(16, 3, 2)
+
+
+# (live ranges as (size, first, last), lower bound, greedy-size peak, optimum)
 TABLES = [
-    ([(100, 0, 1), (100, 1, 2), (100, 2, 3)], 200, 200),
-    ([(64, 0, 0), (64, 1, 1), (64, 2, 2)], 64, 64),
-    ([(10, 0, 5), (20, 1, 2), (30, 3, 4), (40, 2, 3)], 80, 80),
+    ([(100, 0, 1), (100, 1, 2), (100, 2, 3)], 200, 200, 200),
+    ([(64, 0, 0), (64, 1, 1), (64, 2, 2)], 64, 64, 64),
+    ([(10, 0, 5), (20, 1, 2), (30, 3, 4), (40, 2, 3)], 80, 80, 80),
     # Greedy by size is not optimal here: it needs 80 where another order reaches 70.
-    ([(40, 0, 1), (20, 2, 3), (50, 3, 5), (20, 1, 2)], 70, 80),
+    ([(40, 0, 1), (20, 2, 3), (50, 3, 5), (20, 1, 2)], 70, 80, 70),
+    # A block live throughout leaves room that only one order of the others fills.
+    ([(2, 0, 0), (1, 0, 1), (1, 1, 2), (1, 1, 1), (2, 2, 2), (1, 0, 2)], 4, 5, 4),
 ]
 
 
-@pytest.mark.parametrize(("ranges", "bound", "greedy"), TABLES)
-def test_greedy_size_tables(ranges: list[tuple[int, int, int]], bound: int, greedy: int) -> None:
+def test_the_exact_search_proves_a_peak_above_the_lower_bound() -> None:
+    # Aligned to 4, the second 3-byte block cannot start before 4: 7 bytes, not 6.
+    blocks = [Block(3, 0, 0, align=4), Block(3, 0, 0, align=4), Block(4, 1, 1, align=4)]
+    assert lower_bound(blocks) == 6
+    found = ALGORITHMS["exact"](blocks, QUICK)
+    assert (found.peak, found.optimal) == (7, True)
+    assert ALGORITHMS["greedy-size"](blocks).optimal is False
+
+
+@pytest.mark.parametrize(("ranges", "bound", "greedy", "best"), TABLES)
+def test_tables(ranges: list[tuple[int, int, int]], bound: int, greedy: int, best: int) -> None:
     blocks = [Block(size, first, last) for size, first, last in ranges]
-    offsets = ALGORITHMS["greedy-size"](blocks)
+    names = [str(i) for i in range(len(blocks))]
     assert lower_bound(blocks) == bound
-    assert peak(blocks, offsets) == greedy
-    assert placement_problems(blocks, offsets, greedy, [str(i) for i in range(len(blocks))]) == []
+    assert ALGORITHMS["greedy-size"](blocks).peak == greedy
+    for name in ("exact", "auto"):
+        found = ALGORITHMS[name](blocks, QUICK)
+        assert (found.peak, found.optimal) == (best, True), name
+        assert placement_problems(blocks, found.offsets, best, names) == []
+    assert _optimum(blocks) == best
+
+
+def _optimum(blocks: list[Block]) -> int:
+    """The smallest peak, by first fit in every order (some order reaches the optimum)."""
+    best = None
+    for order in itertools.permutations(range(len(blocks))):
+        placed: list[tuple[int, Block]] = []
+        offsets = [0] * len(blocks)
+        for i in order:
+            offsets[i] = first_fit(blocks[i], placed)
+            placed.append((offsets[i], blocks[i]))
+        best = min(best or peak(blocks, offsets), peak(blocks, offsets))
+    return best or 0
 
 
 def test_checker_catches_overlap_alignment_and_capacity() -> None:
@@ -67,26 +105,126 @@ def test_checker_catches_overlap_alignment_and_capacity() -> None:
     assert placement_problems(apart, [0, 0], 100, ["a", "b"]) == []
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.tuples(
-            st.integers(1, 5000),
-            st.integers(0, 20),
-            st.integers(0, 5),
-            st.sampled_from([1, 4, 16, 64]),
-        ),
-        min_size=1,
-        max_size=40,
+def test_checker_finds_every_overlapping_pair() -> None:
+    # A wide block under two narrow ones, and a block that starts inside the wide one.
+    blocks = [Block(100, 0, 3), Block(10, 1, 1), Block(10, 1, 2), Block(30, 2, 3)]
+    problems = placement_problems(blocks, [0, 10, 50, 90], 200, ["w", "x", "y", "z"])
+    assert problems == [
+        "w and x overlap in memory while both are live",
+        "w and y overlap in memory while both are live",
+        "w and z overlap in memory while both are live",
+    ]
+
+
+def _naive_overlaps(blocks: list[Block], offsets: list[int]) -> set[tuple[int, int]]:
+    return {
+        (i, j)
+        for i, j in itertools.combinations(range(len(blocks)), 2)
+        if blocks[i].conflicts(blocks[j])
+        and offsets[i] < offsets[j] + blocks[j].size
+        and offsets[j] < offsets[i] + blocks[i].size
+    }
+
+
+BLOCKS = st.lists(
+    st.builds(
+        lambda size, first, span, align: Block(size, first, first + span, align),
+        st.integers(1, 5000),
+        st.integers(0, 20),
+        st.integers(0, 5),
+        st.sampled_from([1, 4, 16, 64]),
     ),
-    st.sampled_from(sorted(ALGORITHMS)),
+    min_size=1,
+    max_size=40,
 )
-def test_every_algorithm_is_sound(raw: list[tuple[int, int, int, int]], algorithm: str) -> None:
-    blocks = [Block(size, first, first + span, align) for size, first, span, align in raw]
-    offsets = ALGORITHMS[algorithm](blocks)
+
+
+@settings(max_examples=150, deadline=None)
+@given(BLOCKS, st.data())
+def test_the_checker_agrees_with_comparing_every_pair(blocks: list[Block], data: Any) -> None:
+    offsets = [data.draw(st.integers(0, 20_000)) for _ in blocks]
     names = [f"b{i}" for i in range(len(blocks))]
-    assert placement_problems(blocks, offsets, peak(blocks, offsets), names) == []
-    assert peak(blocks, offsets) >= lower_bound(blocks)
+    problems = placement_problems(blocks, offsets, 10**9, names)
+    overlaps = {p for p in problems if "overlap" in p}
+    assert len(overlaps) == len(_naive_overlaps(blocks, offsets))
+
+
+@settings(max_examples=60, deadline=None)
+@given(BLOCKS, st.sampled_from(sorted(ALGORITHMS)))
+def test_every_algorithm_is_sound(blocks: list[Block], algorithm: str) -> None:
+    found = ALGORITHMS[algorithm](blocks, QUICK)
+    names = [f"b{i}" for i in range(len(blocks))]
+    assert found.peak == peak(blocks, found.offsets)
+    assert placement_problems(blocks, found.offsets, found.peak, names) == []
+    assert found.peak >= lower_bound(blocks)
+    assert found.peak % grain(blocks) == 0 or algorithm.startswith(("greedy", "hill"))
+    if found.optimal and found.peak > lower_bound(blocks):
+        assert algorithm in ("exact", "auto")
+
+
+SMALL = st.lists(
+    st.builds(
+        lambda size, first, span, align: Block(size * align, first, first + span, align),
+        st.integers(1, 6),
+        st.integers(0, 6),
+        st.integers(0, 3),
+        st.sampled_from([1, 2, 4]),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(SMALL)
+def test_the_exact_search_finds_and_proves_the_optimum(blocks: list[Block]) -> None:
+    found = ALGORITHMS["exact"](blocks, QUICK)
+    assert found.optimal
+    assert found.peak == _optimum(blocks)
+
+
+@settings(max_examples=30, deadline=None)
+@given(BLOCKS, st.sampled_from(sorted(ALGORITHMS)))
+def test_algorithms_are_deterministic(blocks: list[Block], algorithm: str) -> None:
+    assert ALGORITHMS[algorithm](blocks, QUICK) == ALGORITHMS[algorithm](blocks, QUICK)
+
+
+def test_hill_climbing_is_seeded() -> None:
+    blocks = [Block(8 + (7 * i) % 50, i % 9, i % 9 + i % 4) for i in range(60)]
+    runs = {ALGORITHMS["hill-climb"](blocks, replace(QUICK, seed=seed)) for seed in (1, 1, 2)}
+    assert len(runs) <= 2
+    assert ALGORITHMS["hill-climb"](blocks, replace(QUICK, seed=7)).peak <= (
+        ALGORITHMS["greedy-size"](blocks).peak
+    )
+
+
+def test_the_capacity_is_the_first_target() -> None:
+    # Greedy needs 80; the exact search is asked for 70 first, the bound, and fits it.
+    blocks = [Block(40, 0, 1), Block(20, 2, 3), Block(50, 3, 5), Block(20, 1, 2)]
+    found = ALGORITHMS["exact"](blocks, Budget(capacity=75, nodes=1000))
+    assert found.peak <= 75
+
+
+def test_an_exhausted_budget_returns_the_best_so_far() -> None:
+    blocks = [Block(40, 0, 1), Block(20, 2, 3), Block(50, 3, 5), Block(20, 1, 2)]
+    found = ALGORITHMS["exact"](blocks, Budget(nodes=0))
+    assert (found.peak, found.optimal) == (80, False)
+
+
+def test_the_default_is_auto() -> None:
+    assert DEFAULT_ALGORITHM == "auto"
+    assert set(ALGORITHMS) >= {"greedy-size", "greedy-conflicts", "hill-climb", "exact", "auto"}
+
+
+def test_greedy_scales_to_many_blocks() -> None:
+    blocks = [Block(16 + (i * 7919) % 4096, i // 8, i // 8 + i % 13, 16) for i in range(20_000)]
+    found = ALGORITHMS["greedy-size"](blocks)
+    names = [str(i) for i in range(len(blocks))]
+    assert placement_problems(blocks, found.offsets, found.peak, names) == []
+
+
+# ---------------------------------------------------------------------------------------
+# plan(): pool assignment and the Plan
 
 
 def test_demo_plan_spills_past_the_fastest_pool(board: Board, demo_workload: Workload) -> None:
@@ -103,6 +241,17 @@ def test_demo_plan_spills_past_the_fastest_pool(board: Board, demo_workload: Wor
     assert result.placement("fc_w").pool == "ddr_const"
     assert result.placement("conv1_w").pool == "itcm_const"
     assert result.stacks[0].planned == 640
+    assert all(pool.optimal for pool in result.pools)
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_algorithm_plans_the_demo(
+    board: Board, demo_workload: Workload, algorithm: str
+) -> None:
+    result = plan(board, demo_workload, algorithm=algorithm, time_limit=5)
+    assert result.algorithm == algorithm
+    for pool in result.pools:
+        assert pool.lower_bound <= pool.used <= pool.capacity
 
 
 def test_plan_json_has_the_fixed_fields(board: Board, demo_workload: Workload) -> None:
@@ -145,6 +294,76 @@ def test_lower_bound_and_optimal_flag(board: Board, small_workload_data: dict[st
     assert (dtcm.used, dtcm.lower_bound, dtcm.optimal) == (3072, 3072, True)
 
 
+def _one_pool_board(board_data: dict[str, Any], size: int) -> Board:
+    board_data["pools"]["dtcm_ws"]["size"] = size
+    return Board.from_data(board_data)
+
+
+HARD = [(640, 0, 1), (320, 2, 3), (800, 3, 5), (320, 1, 2)]  # bound 1120, first fit 1280
+
+
+def _workload(ranges: list[tuple[int, int, int]], **extra: Any) -> Workload:
+    return Workload.from_data(
+        {
+            "memplace": "workload/v1",
+            "name": "w",
+            "buffers": [
+                {"name": f"b{i}", "size": size, "live": [first, last], **extra}
+                for i, (size, first, last) in enumerate(ranges)
+            ],
+        }
+    )
+
+
+def test_a_search_keeps_buffers_in_the_fast_pool_that_first_fit_would_spill(
+    board_data: dict[str, Any],
+) -> None:
+    board = _one_pool_board(board_data, 1120)
+    result = plan(board, _workload(HARD), time_limit=5)
+    assert {p.pool for p in result.placements} == {"dtcm_ws"}
+    assert (result.pool("dtcm_ws").used, result.pool("dtcm_ws").optimal) == (1120, True)
+    # The greedy algorithms assign greedily: first fit spills one buffer.
+    greedy = plan(board, _workload(HARD), algorithm="greedy-size")
+    assert {p.pool for p in greedy.placements} == {"dtcm_ws", "sram_ws"}
+
+
+def test_a_buffer_that_only_a_search_can_place_is_no_error(board_data: dict[str, Any]) -> None:
+    board = _one_pool_board(board_data, 1120)
+    workload = _workload(HARD, pools=["dtcm_ws"])
+    assert plan(board, workload, time_limit=5).pool("dtcm_ws").used == 1120
+    with pytest.raises(PlanningError, match="fits nowhere: dtcm_ws lacks 160 bytes"):
+        plan(board, workload, algorithm="greedy-size")
+
+
+def test_priority_claims_the_fast_pool_first(board_data: dict[str, Any]) -> None:
+    board = _one_pool_board(board_data, 1024)
+    data: dict[str, Any] = {
+        "memplace": "workload/v1",
+        "name": "w",
+        "buffers": [
+            {"name": "big", "size": 1024, "live": [0, 1]},
+            {"name": "hot", "size": 512, "live": [0, 1], "priority": 5},
+        ],
+    }
+    result = plan(board, Workload.from_data(data))
+    assert result.placement("hot").pool == "dtcm_ws"
+    assert result.placement("hot").reason.endswith("(priority 5)")
+    assert result.placement("big").reason.startswith("spilled: dtcm_ws full")
+    del data["buffers"][1]["priority"]
+    assert plan(board, Workload.from_data(data)).placement("big").pool == "dtcm_ws"
+
+
+def test_priority_is_a_whole_number(small_workload_data: dict[str, Any]) -> None:
+    small_workload_data["buffers"][0]["priority"] = -3
+    assert Workload.from_data(small_workload_data).buffer("x").priority == -3
+    small_workload_data["buffers"][0]["priority"] = "high"
+    with pytest.raises(InputError, match="priority: expected a whole number, got 'high'"):
+        Workload.from_data(small_workload_data)
+    small_workload_data["constants"][0]["priority"] = 1
+    del small_workload_data["buffers"][0]["priority"]
+    assert Workload.from_data(small_workload_data).buffer("w").priority == 1
+
+
 def test_a_buffer_that_fits_nowhere_says_how_much_each_candidate_lacks(
     board: Board,
     small_workload_data: dict[str, Any],
@@ -165,6 +384,11 @@ def test_a_buffer_that_fits_nowhere_says_how_much_each_candidate_lacks(
 def test_unknown_algorithm(board: Board, demo_workload: Workload) -> None:
     with pytest.raises(InputError, match="no algorithm 'greedy'; did you mean"):
         plan(board, demo_workload, algorithm="greedy")
+
+
+def test_a_time_limit_is_positive(board: Board, demo_workload: Workload) -> None:
+    with pytest.raises(InputError, match="a time limit is a positive number of seconds"):
+        plan(board, demo_workload, time_limit=0)
 
 
 def test_constants_carry_bytes(board: Board, demo_workload: Workload) -> None:

@@ -1,29 +1,48 @@
 """Static memory planning: which place each buffer takes, and at which offset.
 
-Pool assignment walks the buffers largest first and gives each the first of its candidate
-places (fastest first, see `scopes`) where it still fits beside the buffers already there.
-Then each place's offsets are computed by the chosen algorithm, and an independent check
-verifies the result before it is returned.
+`plan` resolves every buffer's candidate places (`scopes`), assigns each to one of them,
+fastest first (`assign`, which documents the objective), then computes each place's
+offsets with the chosen algorithm from `ALGORITHMS`, within the place's capacity and the
+time limit. An independent check (`check`) verifies every place before the plan is
+returned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Sequence
 
 from memplace.board import Board
-from memplace.errors import InputError, PlanningError
-from memplace.planner.blocks import Block, first_fit, lower_bound, peak
+from memplace.errors import InputError
+from memplace.planner.assign import Assigned, assign_places, block_of
+from memplace.planner.auto import auto
+from memplace.planner.blocks import (
+    DEFAULT_TIME_LIMIT,
+    Algorithm,
+    Block,
+    Budget,
+    Layout,
+    layout,
+    lower_bound,
+    peak,
+)
 from memplace.planner.check import placement_problems
-from memplace.planner.greedy import greedy_conflicts, greedy_size, size_order
+from memplace.planner.exact import exact
+from memplace.planner.greedy import greedy_conflicts, greedy_size
+from memplace.planner.hillclimb import hill_climb
 from memplace.planner.model import Placement, Plan, PoolUsage, StackUsage
-from memplace.scopes import Candidates, Place, resolve
+from memplace.scopes import Candidates, Place, resolve, stack_sizes
 from memplace.source import suggest
 from memplace.workload import Buffer, Workload
 
 __all__ = [
     "ALGORITHMS",
     "DEFAULT_ALGORITHM",
+    "DEFAULT_TIME_LIMIT",
+    "Algorithm",
+    "Block",
+    "Budget",
+    "Layout",
     "Placement",
     "Plan",
     "PoolUsage",
@@ -31,52 +50,58 @@ __all__ = [
     "plan",
 ]
 
-Algorithm = Callable[[Sequence[Block]], list[int]]
-
 ALGORITHMS: dict[str, Algorithm] = {
-    "greedy-size": greedy_size,
+    "auto": auto,
+    "exact": exact,
     "greedy-conflicts": greedy_conflicts,
+    "greedy-size": greedy_size,
+    "hill-climb": hill_climb,
 }
-DEFAULT_ALGORITHM = "greedy-size"
+DEFAULT_ALGORITHM = "auto"
+
+ASSIGN_SHARE = 0.25
+"""The part of the time limit that second chances in pool assignment may take."""
 
 
-def plan(board: Board, workload: Workload, algorithm: str = DEFAULT_ALGORITHM) -> Plan:
-    """Place every buffer and constant of `workload` on `board`."""
+def plan(
+    board: Board,
+    workload: Workload,
+    algorithm: str = DEFAULT_ALGORITHM,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    seed: int = 0,
+) -> Plan:
+    """Place every buffer and constant of `workload` on `board`.
+
+    `time_limit` bounds, in seconds, the search for smaller peaks over all places; `seed`
+    feeds the randomised algorithms (hill-climb)."""
     if algorithm not in ALGORITHMS:
         raise InputError(
             f"no algorithm {algorithm!r}; {suggest(algorithm, ALGORITHMS)}", key="--algorithm"
         )
+    if not time_limit > 0:
+        raise InputError(f"a time limit is a positive number of seconds, not {time_limit}")
+    deadline = time.monotonic() + time_limit
     candidates = resolve(board, workload)
     capacities = _capacities(board)
-    chosen = _assign(candidates, capacities)
-
-    offsets: dict[int, int] = {}
-    for place in _places(board):
-        members = [i for i, c in enumerate(chosen) if c.place == place]
-        blocks = [_block(candidates[i].buffer) for i in members]
-        result = ALGORITHMS[algorithm](blocks)
-        if peak(blocks, result) > capacities[place]:
-            # The algorithm did worse than the first fit that assigned these buffers here.
-            result = [chosen[i].offset for i in members]
-        offsets.update(zip(members, result, strict=True))
-        names = [candidates[i].buffer.name for i in members]
-        problems = placement_problems(blocks, result, capacities[place], names)
-        if problems:
-            raise AssertionError(f"planner produced an unsound placement: {problems[0]}")
-
+    # The greedy algorithms assign greedily too; the others give spilled buffers a second
+    # chance at faster places, with an offset search there.
+    searching = algorithm not in ("greedy-size", "greedy-conflicts")
+    assigned = assign_places(candidates, capacities, time_limit * ASSIGN_SHARE * searching)
+    offsets, optimal = _offsets(candidates, capacities, assigned, algorithm, deadline, seed)
     placements = tuple(
         Placement(
             name=c.buffer.name,
             kind=c.buffer.kind,
-            pool=chosen[i].place.pool,
-            stack=chosen[i].place.stack,
+            pool=assigned.place[i].pool,
+            stack=assigned.place[i].stack,
             offset=offsets[i],
             size=c.buffer.size,
             align=c.buffer.align,
             first=c.buffer.first,
             last=c.buffer.last,
-            reason=chosen[i].reason,
+            reason=_reason(c, assigned.place[i], assigned.skipped[i]),
             contents=constant_contents(c.buffer),
+            dynamic=c.buffer.dynamic,
         )
         for i, c in enumerate(candidates)
     )
@@ -85,7 +110,7 @@ def plan(board: Board, workload: Workload, algorithm: str = DEFAULT_ALGORITHM) -
         workload=workload.name,
         algorithm=algorithm,
         steps=workload.steps,
-        pools=_pool_usage(board, placements),
+        pools=_pool_usage(board, placements, optimal),
         placements=placements,
         stacks=_stack_usage(board, placements),
     )
@@ -101,75 +126,81 @@ def constant_contents(buffer: Buffer) -> bytes | None:
     return bytes((seed + 7 * i + (i >> 8)) & 0xFF for i in range(buffer.size))
 
 
-@dataclass(frozen=True)
-class _Choice:
-    place: Place
-    offset: int
-    reason: str
-
-
-def _block(buffer: Buffer) -> Block:
-    return Block(size=buffer.size, first=buffer.first, last=buffer.last, align=buffer.align)
-
-
-def _places(board: Board) -> list[Place]:
-    return [Place(pool=name) for name in board.pools] + [
-        Place(stack=c.name) for c in board.stack_contexts()
-    ]
-
-
 def _capacities(board: Board) -> dict[Place, int]:
     capacities = {Place(pool=name): pool.size for name, pool in board.pools.items()}
-    for context in board.stack_contexts():
-        assert context.stack is not None
-        capacities[Place(stack=context.name)] = context.stack.size
+    capacities.update(stack_sizes(board))
     return capacities
 
 
-def _assign(candidates: list[Candidates], capacities: dict[Place, int]) -> list[_Choice]:
-    blocks = [_block(c.buffer) for c in candidates]
-    placed: dict[Place, list[tuple[int, Block]]] = {place: [] for place in capacities}
-    chosen: dict[int, _Choice] = {}
-    for index in size_order(blocks):
-        options = candidates[index]
-        shortfalls: dict[str, int] = {}
-        for place in options.places:
-            offset = first_fit(blocks[index], placed[place])
-            end = offset + blocks[index].size
-            if end <= capacities[place]:
-                placed[place].append((offset, blocks[index]))
-                chosen[index] = _Choice(place, offset, _reason(options, place, shortfalls))
-                break
-            shortfalls[place.label] = end - capacities[place]
+def _offsets(
+    candidates: Sequence[Candidates],
+    capacities: dict[Place, int],
+    assigned: Assigned,
+    algorithm: str,
+    deadline: float,
+    seed: int,
+) -> tuple[list[int], dict[Place, bool]]:
+    """Each place's offsets from `algorithm`, checked; and whether each is proven optimal.
+
+    Places where the assignment's own first fit already meets the lower bound need no
+    search; the others share what is left of the time limit in turn."""
+    offsets = list(assigned.offset)
+    members: dict[Place, list[int]] = {place: [] for place in capacities}
+    for i, place in enumerate(assigned.place):
+        members[place].append(i)
+    blocks = [block_of(c) for c in candidates]
+    settled = {
+        place: lower_bound([blocks[i] for i in group])
+        == peak([blocks[i] for i in group], [offsets[i] for i in group])
+        for place, group in members.items()
+    }
+    open_places = sum(1 for place in members if not settled[place])
+    optimal: dict[Place, bool] = {}
+    for place, group in members.items():
+        if not group:
+            continue
+        mine = [blocks[i] for i in group]
+        kept = layout(mine, [offsets[i] for i in group])
+        if settled[place] and algorithm == "auto":
+            found = kept
         else:
-            buffer = options.buffer
-            lacks = "; ".join(
-                f"{label} lacks {bytes_} bytes" for label, bytes_ in shortfalls.items()
-            )
-            raise PlanningError(
-                f"{buffer.name} ({buffer.size} bytes) fits nowhere: {lacks}",
-                buffer.name,
-                shortfalls,
-            )
-    return [chosen[i] for i in range(len(candidates))]
+            share = max(0.0, deadline - time.monotonic()) / max(1, open_places)
+            open_places -= 0 if settled[place] else 1
+            budget = Budget(capacity=capacities[place], time_limit=share, seed=seed)
+            found = ALGORITHMS[algorithm](mine, budget)
+            # Keep the assignment's offsets where the algorithm could not fit the place,
+            # and, for auto (which promises the best it finds), where they are better.
+            if found.peak > capacities[place] or (algorithm == "auto" and kept.peak < found.peak):
+                found = kept
+        names = [candidates[i].buffer.name for i in group]
+        problems = placement_problems(mine, found.offsets, capacities[place], names)
+        if problems:
+            raise AssertionError(f"planner produced an unsound placement: {problems[0]}")
+        for i, at in zip(group, found.offsets, strict=True):
+            offsets[i] = at
+        optimal[place] = found.optimal
+    return offsets, optimal
 
 
-def _reason(options: Candidates, place: Place, shortfalls: dict[str, int]) -> str:
+def _reason(options: Candidates, place: Place, skipped: Sequence[Place]) -> str:
     buffer = options.buffer
     users = ", ".join(options.users)
+    priority = f" (priority {buffer.priority})" if buffer.priority else ""
     if buffer.scope == "local":
         return f"local: a frame on {place.stack}'s stack at step {buffer.first}"
     if options.pinned:
         return f"pinned by scope {buffer.scope}" + (" and pools" if buffer.pools else "")
     if place.stack is not None:
         return f"small enough for {place.stack}'s stack (max_stack_alloca)"
-    if shortfalls:
-        full = ", ".join(shortfalls)
-        return f"spilled: {full} full; next fastest pool reachable by {users}"
-    return f"fastest pool reachable by {users}"
+    if skipped:
+        full = ", ".join(p.label for p in skipped)
+        return f"spilled: {full} full; next fastest pool reachable by {users}{priority}"
+    return f"fastest pool reachable by {users}{priority}"
 
 
-def _pool_usage(board: Board, placements: Sequence[Placement]) -> tuple[PoolUsage, ...]:
+def _pool_usage(
+    board: Board, placements: Sequence[Placement], optimal: dict[Place, bool]
+) -> tuple[PoolUsage, ...]:
     usage = []
     for pool in board.pools.values():
         members = [p for p in placements if p.pool == pool.name]
@@ -185,7 +216,7 @@ def _pool_usage(board: Board, placements: Sequence[Placement]) -> tuple[PoolUsag
                 capacity=pool.size,
                 used=used,
                 lower_bound=bound,
-                optimal=used == bound,
+                optimal=used == bound or optimal.get(Place(pool=pool.name), False),
             )
         )
     return tuple(usage)
@@ -194,7 +225,8 @@ def _pool_usage(board: Board, placements: Sequence[Placement]) -> tuple[PoolUsag
 def _stack_usage(board: Board, placements: Sequence[Placement]) -> tuple[StackUsage, ...]:
     usage = []
     for context in board.stack_contexts():
-        assert context.stack is not None
+        if context.stack is None:
+            continue
         members = [p for p in placements if p.stack == context.name]
         planned = max((p.offset + p.size for p in members), default=0)
         usage.append(

@@ -1,24 +1,72 @@
 """The offset problem in its bare form: blocks with sizes, alignments and lifetimes.
 
 Two blocks conflict when their inclusive step ranges [first, last] intersect; conflicting
-blocks must not share a byte. Offsets count bytes from the start of the pool.
+blocks must not share a byte. Offsets count bytes from the start of the place (pool or
+stack). Every offset algorithm is a function `(blocks, budget) -> Layout`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
+
+DEFAULT_TIME_LIMIT = 10.0
+"""Seconds an algorithm may spend on one place unless told otherwise."""
 
 
 @dataclass(frozen=True)
 class Block:
+    """`size` bytes at an offset that is a multiple of `align`, in use from step `first`
+    to step `last`, both included."""
+
     size: int
     first: int
     last: int
     align: int = 1
 
+    def __post_init__(self) -> None:
+        if self.size < 1 or self.align < 1 or self.last < self.first:
+            raise ValueError(f"not a block: {self}")
+
     def conflicts(self, other: Block) -> bool:
         return self.first <= other.last and other.first <= self.last
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What an algorithm may spend. Searches stop at whichever limit comes first; a result
+    cut short by `time_limit` may depend on the machine, one cut by `nodes` does not."""
+
+    capacity: int | None = None
+    """Bytes the place holds (None: unbounded): the first target of a search."""
+    time_limit: float = DEFAULT_TIME_LIMIT
+    """Seconds of wall-clock time."""
+    nodes: int = 500_000
+    """Search nodes, in total (a hill-climbing step costs one node per block)."""
+    goal: int | None = None
+    """A peak that is good enough: searches stop once they reach it (None: only a proven
+    optimum stops them)."""
+    seed: int = 0
+    """Seed of the random choices of randomised algorithms."""
+
+
+DEFAULT_BUDGET = Budget()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """An algorithm's answer: an offset per block, its peak, and whether no placement of
+    these blocks can have a smaller peak (`optimal`)."""
+
+    offsets: tuple[int, ...]
+    peak: int
+    optimal: bool
+
+
+class Algorithm(Protocol):
+    def __call__(self, blocks: Sequence[Block], budget: Budget = ..., /) -> Layout: ...
 
 
 def align_up(value: int, align: int) -> int:
@@ -26,7 +74,7 @@ def align_up(value: int, align: int) -> int:
 
 
 def peak(blocks: Sequence[Block], offsets: Sequence[int]) -> int:
-    """Bytes the pool needs: the highest end of any block."""
+    """Bytes the place needs: the highest end of any block."""
     return max(
         (offset + block.size for block, offset in zip(blocks, offsets, strict=True)), default=0
     )
@@ -43,6 +91,21 @@ def lower_bound(blocks: Sequence[Block]) -> int:
         live += edges[step]
         best = max(best, live)
     return best
+
+
+def grain(blocks: Sequence[Block]) -> int:
+    """The largest number dividing every size and alignment: every offset and every peak a
+    canonical placement can have is a multiple of it."""
+    value = 0
+    for block in blocks:
+        value = math.gcd(value, block.size, block.align)
+    return max(value, 1)
+
+
+def layout(blocks: Sequence[Block], offsets: Sequence[int], optimal: bool = False) -> Layout:
+    """A Layout of `offsets`; optimal when proven so or when the peak meets the bound."""
+    top = peak(blocks, offsets)
+    return Layout(tuple(offsets), top, optimal or top == lower_bound(blocks))
 
 
 def first_fit(block: Block, placed: Sequence[tuple[int, Block]]) -> int:

@@ -1,10 +1,14 @@
 """An independent check of a placement, run on every plan before it is returned.
 
-It shares no code with the algorithms that produce offsets, so a bug there shows here.
+It shares no code with the algorithms that produce offsets (only the `Block` record), so a
+bug there shows here. It sweeps the steps in order, keeping the blocks live at the current
+step sorted by offset; a block that starts is compared with its neighbours in that order,
+which finds every pair of live blocks that share a byte.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 from memplace.planner.blocks import Block
@@ -14,21 +18,50 @@ def placement_problems(
     blocks: Sequence[Block], offsets: Sequence[int], capacity: int, names: Sequence[str]
 ) -> list[str]:
     """Every way the placement breaks the rules, as sentences; empty when it is sound."""
+    if not (len(blocks) == len(offsets) == len(names)):
+        raise ValueError("blocks, offsets and names differ in length")
     problems = []
     for name, block, offset in zip(names, blocks, offsets, strict=True):
         if offset < 0 or offset % block.align:
             problems.append(f"{name} at offset {offset} is not aligned to {block.align}")
         if offset + block.size > capacity:
             problems.append(f"{name} ends at {offset + block.size}, past the capacity {capacity}")
-    spans = sorted(zip(offsets, range(len(blocks)), strict=True))
-    for position, (offset, index) in enumerate(spans):
-        end = offset + blocks[index].size
-        for other_offset, other in spans[position + 1 :]:
-            if other_offset >= end:
-                break
-            a, b = blocks[index], blocks[other]
-            if a.first <= b.last and b.first <= a.last:
-                problems.append(
-                    f"{names[index]} and {names[other]} overlap in memory while both are live"
-                )
-    return problems
+    return problems + _overlaps(blocks, offsets, names)
+
+
+def _overlaps(blocks: Sequence[Block], offsets: Sequence[int], names: Sequence[str]) -> list[str]:
+    # Events in step order; at one step, blocks whose life ended leave before others start.
+    events = sorted(
+        [(b.last + 1, 0, i) for i, b in enumerate(blocks)]
+        + [(b.first, 1, i) for i, b in enumerate(blocks)]
+    )
+    live: list[tuple[int, int]] = []  # (offset, index), sorted
+    widest = max((b.size for b in blocks), default=0)
+    pairs: set[tuple[int, int]] = set()
+    for _, starts, index in events:
+        key = (offsets[index], index)
+        if not starts:
+            del live[bisect.bisect_left(live, key)]
+            continue
+        end = offsets[index] + blocks[index].size
+        position = bisect.bisect_left(live, key)
+        # Blocks above it overlap it while they begin below its end; blocks below it can
+        # reach into it only when they begin within the widest block's size.
+        above = position
+        while above < len(live) and live[above][0] < end:
+            pairs.add((min(index, live[above][1]), max(index, live[above][1])))
+            above += 1
+        below = position - 1
+        while below >= 0 and live[below][0] + widest > offsets[index]:
+            other_offset, other = live[below]
+            if other_offset + blocks[other].size > offsets[index]:
+                pairs.add((min(index, other), max(index, other)))
+            below -= 1
+        live.insert(position, key)
+    by_offset = sorted(pairs, key=lambda p: (offsets[p[0]], offsets[p[1]], p))
+    return [
+        f"{names[a]} and {names[b]} overlap in memory while both are live"
+        if offsets[a] <= offsets[b]
+        else f"{names[b]} and {names[a]} overlap in memory while both are live"
+        for a, b in by_offset
+    ]

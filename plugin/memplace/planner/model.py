@@ -39,6 +39,7 @@ class Placement:
     last: int
     reason: str
     contents: bytes | None = field(default=None, compare=False, repr=False)
+    dynamic: bool = False
 
     @property
     def place(self) -> str:
@@ -117,6 +118,7 @@ class Plan:
                     "first": p.first,
                     "last": p.last,
                     "reason": p.reason,
+                    "dynamic": p.dynamic,
                 }
                 for p in self.placements
             ],

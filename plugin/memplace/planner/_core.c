@@ -1,0 +1,608 @@
+/*
+ * memplace planner core: first-fit placement and the exact offset search, in C for speed.
+ *
+ * Plain C99 with no Python headers: `planner/core.py` loads it with ctypes, and holds a
+ * pure-Python twin of both entry points that makes the same decisions in the same order
+ * (the tests compare the two). Blocks arrive as parallel int64 arrays; lifetimes are
+ * inclusive step ranges [first, last]; offsets are bytes from the start of the place.
+ *
+ * Time is cut into sections: the intervals between consecutive distinct points
+ * first[i] and last[i] + 1. Block i covers the sections [a[i], b[i]).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MP_CORE_ABI 3
+
+typedef int64_t i64;
+
+enum { FOUND = 0, INFEASIBLE = 1, NODE_LIMIT = 2, TIME_LIMIT = 3, NO_MEMORY = -1 };
+
+int mp_abi(void) { return MP_CORE_ABI; }
+
+static i64 align_up(i64 value, i64 align) { return (value + align - 1) / align * align; }
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_i64(const void *x, const void *y) {
+    i64 a = *(const i64 *)x, b = *(const i64 *)y;
+    return (a > b) - (a < b);
+}
+
+/* Section indices of every block; returns the number of sections, or -1 without memory. */
+static int cut_sections(int n, const i64 *first, const i64 *last, int *a, int *b) {
+    i64 *points = malloc(sizeof(i64) * (size_t)(2 * n + 1));
+    if (!points) return -1;
+    for (int i = 0; i < n; i++) {
+        points[2 * i] = first[i];
+        points[2 * i + 1] = last[i] + 1;
+    }
+    qsort(points, (size_t)(2 * n), sizeof(i64), cmp_i64);
+    int count = 0;
+    for (int i = 0; i < 2 * n; i++)
+        if (count == 0 || points[count - 1] != points[i]) points[count++] = points[i];
+    for (int i = 0; i < n; i++) {
+        int lo = 0, hi = count - 1;
+        while (lo < hi) { /* first point >= first[i] */
+            int mid = (lo + hi) / 2;
+            if (points[mid] < first[i]) lo = mid + 1; else hi = mid;
+        }
+        a[i] = lo;
+        hi = count - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (points[mid] < last[i] + 1) lo = mid + 1; else hi = mid;
+        }
+        b[i] = lo;
+    }
+    free(points);
+    return count > 0 ? count - 1 : 0;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* First fit. Per place, two segment trees over sections index the placed blocks: `cover`
+ * holds each block in the nodes that tile its range, `starts` holds it in every ancestor
+ * of its first section. The placed blocks a new block [a, b) conflicts with are those
+ * covering section a (a stabbing query on `cover`) plus those starting inside (a, b) (a
+ * range query on `starts`): two disjoint sets, each found in O(log sections + answers). */
+
+typedef struct { int *items; int len, cap; } vec;
+
+static int vec_push(vec *v, int item) {
+    if (v->len == v->cap) {
+        int cap = v->cap ? 2 * v->cap : 4;
+        int *items = realloc(v->items, sizeof(int) * (size_t)cap);
+        if (!items) return -1;
+        v->items = items;
+        v->cap = cap;
+    }
+    v->items[v->len++] = item;
+    return 0;
+}
+
+typedef struct { vec *cover, *starts; int leaves; } packer;
+
+typedef struct { i64 offset, end; } span;
+
+static int cmp_span(const void *x, const void *y) {
+    const span *a = x, *b = y;
+    return (a->offset > b->offset) - (a->offset < b->offset);
+}
+
+static int packer_init(packer *p, int sections) {
+    p->leaves = 1;
+    while (p->leaves < sections) p->leaves *= 2;
+    p->cover = calloc((size_t)(2 * p->leaves), sizeof(vec));
+    p->starts = calloc((size_t)(2 * p->leaves), sizeof(vec));
+    return p->cover && p->starts ? 0 : -1;
+}
+
+static void packer_free(packer *p) {
+    for (int i = 0; p->cover && i < 2 * p->leaves; i++) free(p->cover[i].items);
+    for (int i = 0; p->starts && i < 2 * p->leaves; i++) free(p->starts[i].items);
+    free(p->cover);
+    free(p->starts);
+}
+
+static int packer_add(packer *p, int block, int a, int b) {
+    int bad = 0;
+    for (int lo = a + p->leaves, hi = b + p->leaves; lo < hi; lo /= 2, hi /= 2) {
+        if (lo & 1) bad |= vec_push(&p->cover[lo++], block);
+        if (hi & 1) bad |= vec_push(&p->cover[--hi], block);
+    }
+    for (int node = a + p->leaves; node >= 1; node /= 2) bad |= vec_push(&p->starts[node], block);
+    return bad;
+}
+
+static int gather(span **buf, int *cap, int len, const vec *v, const i64 *offset,
+                  const i64 *size) {
+    if (len + v->len > *cap) {
+        int grown = 2 * (len + v->len);
+        span *more = realloc(*buf, sizeof(span) * (size_t)grown);
+        if (!more) return -1;
+        *buf = more;
+        *cap = grown;
+    }
+    for (int k = 0; k < v->len; k++) {
+        int j = v->items[k];
+        (*buf)[len + k].offset = offset[j];
+        (*buf)[len + k].end = offset[j] + size[j];
+    }
+    return len + v->len;
+}
+
+/* The lowest offset aligned to `align` where `size` bytes overlap none of the placed
+ * blocks that conflict with [a, b); -1 without memory. */
+static i64 packer_fit(const packer *p, int a, int b, i64 size, i64 align, const i64 *offset,
+                      const i64 *sizes, span **buf, int *cap) {
+    int len = 0;
+    for (int node = a + p->leaves; node >= 1 && len >= 0; node /= 2)
+        len = gather(buf, cap, len, &p->cover[node], offset, sizes);
+    for (int lo = a + 1 + p->leaves, hi = b + p->leaves; lo < hi && len >= 0; lo /= 2, hi /= 2) {
+        if (lo & 1) len = gather(buf, cap, len, &p->starts[lo++], offset, sizes);
+        if (hi & 1 && len >= 0) len = gather(buf, cap, len, &p->starts[--hi], offset, sizes);
+    }
+    if (len < 0) return -1;
+    if (len > 1) qsort(*buf, (size_t)len, sizeof(span), cmp_span);
+    i64 cursor = 0;
+    for (int k = 0; k < len; k++) {
+        if (cursor + size <= (*buf)[k].offset) break;
+        i64 above = align_up((*buf)[k].end, align);
+        if (above > cursor) cursor = above;
+    }
+    return cursor;
+}
+
+/*
+ * Places blocks one by one in `order`, each in the first of its candidate places where the
+ * first fit ends within that place's capacity (capacity < 0: unbounded). Candidates of
+ * block i: places[cand_start[i] .. cand_start[i + 1]). Writes the chosen place (-1: none
+ * holds it) and offset of every block, and for every candidate tried the end its first
+ * fit would have had (ends[k], -1 where not tried). Returns how many blocks fit nowhere,
+ * or -1 without memory.
+ */
+int mp_assign(int n, const i64 *size, const i64 *first, const i64 *last, const i64 *align,
+              const int *order, const int *cand_start, const int *places, int nplaces,
+              const i64 *capacity, int *chosen, i64 *offset, i64 *ends) {
+    int result = 0, cap = 0;
+    span *buf = NULL;
+    int *a = malloc(sizeof(int) * (size_t)(n + 1)), *b = malloc(sizeof(int) * (size_t)(n + 1));
+    packer *packers = calloc((size_t)(nplaces > 0 ? nplaces : 1), sizeof(packer));
+    if (!a || !b || !packers) { result = -1; goto done; }
+    int sections = cut_sections(n, first, last, a, b);
+    if (sections < 0) { result = -1; goto done; }
+    for (int p = 0; p < nplaces; p++)
+        if (packer_init(&packers[p], sections > 0 ? sections : 1)) { result = -1; goto done; }
+    for (int k = 0; k < cand_start[n]; k++) ends[k] = -1;
+    for (int i = 0; i < n; i++) chosen[i] = -1;
+    for (int t = 0; t < n && result >= 0; t++) {
+        int i = order[t];
+        for (int k = cand_start[i]; k < cand_start[i + 1]; k++) {
+            packer *p = &packers[places[k]];
+            i64 at = packer_fit(p, a[i], b[i], size[i], align[i], offset, size, &buf, &cap);
+            if (at < 0) { result = -1; break; }
+            ends[k] = at + size[i];
+            if (capacity[places[k]] < 0 || ends[k] <= capacity[places[k]]) {
+                chosen[i] = places[k];
+                offset[i] = at;
+                if (packer_add(p, i, a[i], b[i])) result = -1;
+                break;
+            }
+        }
+        if (chosen[i] < 0 && result >= 0) result++;
+    }
+done:
+    for (int p = 0; packers && p < nplaces; p++) packer_free(&packers[p]);
+    free(packers);
+    free(buf);
+    free(a);
+    free(b);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/*
+ * The exact search: is there a placement whose peak is at most `target`?
+ *
+ * It builds canonical placements only: blocks are placed in non-decreasing order of
+ * offset (ties broken by `rank`), each at its lowest offset given the blocks placed so far
+ * (`minoff`, the aligned top of its highest placed neighbour in time). Every feasible
+ * instance has such a placement, so exhausting them proves infeasibility. Pruning:
+ *  - dominance: a block is never placed at or above the top some other unplaced block
+ *    would have at its own lowest offset (that block fits in the gap below, which a
+ *    placement with a smaller sum of offsets uses);
+ *  - sections: in every section, the unplaced blocks covering it are stacked above its
+ *    floor (the lowest offset any of them can take, and never below the current offset),
+ *    so floor + their total size must stay within the target;
+ *  - decomposition: once no unplaced block crosses a section boundary, the two sides are
+ *    independent and are searched one after the other, without backtracking across.
+ * The search counts nodes and stops at `node_limit`, or at the time limit.
+ */
+
+typedef struct { i64 *where; i64 old; } undo;
+typedef struct { i64 offset, rank; int block; } cand;
+typedef struct { i64 key[3]; int block; } keyed;
+
+typedef struct {
+    int n, m;
+    const i64 *size, *align, *width;
+    const char *heuristic;
+    i64 *rank;
+    int *a, *b;
+    int *ov_start, *ov;   /* blocks overlapping each block in time */
+    int *sec_start, *sec; /* blocks covering each section */
+    i64 *off, *minoff, *floor, *total, *cuts, *sol;
+    int *stamp, *touched, stamp_now;
+    undo *log;
+    long log_len, log_cap;
+    int *ints;
+    long ints_len, ints_cap;
+    cand *cands;
+    long cands_len, cands_cap;
+    i64 target, nodes, node_limit;
+    double deadline;
+    int failed; /* out of memory */
+} search;
+
+static void set(search *s, i64 *where, i64 value) {
+    if (s->log_len == s->log_cap) {
+        long cap = s->log_cap ? 2 * s->log_cap : 1024;
+        undo *more = realloc(s->log, sizeof(undo) * (size_t)cap);
+        if (!more) { s->failed = 1; return; }
+        s->log = more;
+        s->log_cap = cap;
+    }
+    s->log[s->log_len].where = where;
+    s->log[s->log_len].old = *where;
+    s->log_len++;
+    *where = value;
+}
+
+static void rollback(search *s, long mark) {
+    while (s->log_len > mark) {
+        s->log_len--;
+        *s->log[s->log_len].where = s->log[s->log_len].old;
+    }
+}
+
+/* Room for `count` more ints on the arena stack; returns where they start, or -1. */
+static long ints_push(search *s, long count) {
+    if (s->ints_len + count > s->ints_cap) {
+        long cap = 2 * (s->ints_len + count) + 1024;
+        int *more = realloc(s->ints, sizeof(int) * (size_t)cap);
+        if (!more) { s->failed = 1; return -1; }
+        s->ints = more;
+        s->ints_cap = cap;
+    }
+    long at = s->ints_len;
+    s->ints_len += count;
+    return at;
+}
+
+static long cands_push(search *s, long count) {
+    if (s->cands_len + count > s->cands_cap) {
+        long cap = 2 * (s->cands_len + count) + 256;
+        cand *more = realloc(s->cands, sizeof(cand) * (size_t)cap);
+        if (!more) { s->failed = 1; return -1; }
+        s->cands = more;
+        s->cands_cap = cap;
+    }
+    long at = s->cands_len;
+    s->cands_len += count;
+    return at;
+}
+
+static int cmp_cand(const void *x, const void *y) {
+    const cand *p = x, *q = y;
+    if (p->offset != q->offset) return (p->offset > q->offset) - (p->offset < q->offset);
+    return (p->rank > q->rank) - (p->rank < q->rank);
+}
+
+/* Puts block c at x and updates what follows from it; 0 when some section can no longer
+ * take its unplaced blocks. `alone` tells whether c has no unplaced neighbour in time.
+ * The caller has checked every section against x already (see `node`), so only the
+ * sections whose floor this placement lifts need a look. */
+static int place(search *s, int c, i64 x, int *alone) {
+    i64 top = x + s->size[c];
+    set(s, &s->off[c], x);
+    s->sol[c] = x;
+    *alone = 1;
+    for (int k = s->ov_start[c]; k < s->ov_start[c + 1] && *alone; k++)
+        if (s->off[s->ov[k]] < 0) *alone = 0;
+    if (top > s->target) return 0;
+    for (int q = s->a[c]; q < s->b[c]; q++) {
+        set(s, &s->floor[q], top);
+        set(s, &s->total[q], s->total[q] - s->size[c]);
+    }
+    int touched = 0;
+    s->stamp_now++;
+    for (int k = s->ov_start[c]; k < s->ov_start[c + 1]; k++) {
+        int j = s->ov[k];
+        if (s->off[j] >= 0) continue;
+        i64 lowest = align_up(top, s->align[j]);
+        if (s->minoff[j] >= lowest) continue;
+        set(s, &s->minoff[j], lowest);
+        for (int q = s->a[j]; q < s->b[j]; q++) {
+            if (s->stamp[q] == s->stamp_now) continue;
+            s->stamp[q] = s->stamp_now;
+            s->touched[touched++] = q;
+        }
+    }
+    for (int t = 0; t < touched; t++) {
+        int q = s->touched[t];
+        if (s->total[q] == 0) continue;
+        /* The floor never exceeds the lowest offset of an unplaced block in the section,
+         * so the scan can stop at the first block that sits on it. */
+        i64 lowest = INT64_MAX;
+        for (int k = s->sec_start[q]; k < s->sec_start[q + 1] && lowest > s->floor[q]; k++) {
+            int j = s->sec[k];
+            if (s->off[j] < 0 && s->minoff[j] < lowest) lowest = s->minoff[j];
+        }
+        if (lowest > s->floor[q]) set(s, &s->floor[q], lowest);
+        if (s->floor[q] + s->total[q] > s->target) return 0;
+    }
+    return !s->failed;
+}
+
+static int node(search *s, long part, int len, int s0, int s1, i64 last_off, i64 last_rank);
+
+static int cmp_keyed(const void *x, const void *y) {
+    const keyed *p = x, *q = y;
+    for (int k = 0; k < 3; k++)
+        if (p->key[k] != q->key[k]) return p->key[k] < q->key[k] ? 1 : -1;
+    return (p->block > q->block) - (p->block < q->block);
+}
+
+/* Ranks the blocks of a part by the heuristic's three keys, largest first: W the width of
+ * its lifetime in steps, A its area (size times width), Z its size, T the largest total of
+ * the unplaced blocks in any of its sections (which changes as the search goes on). */
+static int rerank(search *s, long part, int len) {
+    keyed *keys = malloc(sizeof(keyed) * (size_t)(len > 0 ? len : 1));
+    if (!keys) { s->failed = 1; return -1; }
+    for (int t = 0; t < len; t++) {
+        int i = s->ints[part + t];
+        keys[t].block = i;
+        for (int k = 0; k < 3; k++) {
+            i64 value = 0;
+            switch (s->heuristic[k]) {
+            case 'W': value = s->width[i]; break;
+            case 'A': value = s->width[i] * s->size[i]; break;
+            case 'Z': value = s->size[i]; break;
+            default:
+                for (int q = s->a[i]; q < s->b[i]; q++)
+                    if (s->total[q] > value) value = s->total[q];
+            }
+            keys[t].key[k] = value;
+        }
+    }
+    qsort(keys, (size_t)len, sizeof(keyed), cmp_keyed);
+    for (int t = 0; t < len; t++) set(s, &s->rank[keys[t].block], t);
+    free(keys);
+    return s->failed ? -1 : 0;
+}
+
+/* Searches each side of the boundaries in `splits` (sections where a part starts). */
+static int decompose(search *s, long part, int len, int s0, int s1, long splits, int count) {
+    int status = FOUND;
+    for (int p = 0; p <= count && status == FOUND; p++) {
+        int r0 = p == 0 ? s0 : s->ints[splits + p - 1];
+        int r1 = p == count ? s1 : s->ints[splits + p];
+        long sub = ints_push(s, len);
+        if (sub < 0) return NO_MEMORY;
+        int sublen = 0;
+        for (int t = 0; t < len; t++) {
+            int i = s->ints[part + t];
+            if (s->off[i] < 0 && s->a[i] < r1 && s->b[i] > r0) s->ints[sub + sublen++] = i;
+        }
+        if (sublen > 0)
+            status = rerank(s, sub, sublen) ? NO_MEMORY : node(s, sub, sublen, r0, r1, -1, -1);
+        s->ints_len = sub;
+    }
+    return status;
+}
+
+static int node(search *s, long part, int len, int s0, int s1, i64 last_off, i64 last_rank) {
+    if (s->failed) return NO_MEMORY;
+    if (++s->nodes > s->node_limit) return NODE_LIMIT;
+    if ((s->nodes & 1023) == 0 && now_seconds() > s->deadline) return TIME_LIMIT;
+    long base = s->ints_len;
+    long cbase = cands_push(s, len);
+    if (cbase < 0) return NO_MEMORY;
+    int unplaced = 0, count = 0;
+    i64 lowest_top = INT64_MAX;
+    for (int t = 0; t < len; t++) {
+        int i = s->ints[part + t];
+        if (s->off[i] >= 0) continue;
+        unplaced++;
+        if (s->minoff[i] + s->size[i] < lowest_top) lowest_top = s->minoff[i] + s->size[i];
+    }
+    int status = unplaced == 0 ? FOUND : INFEASIBLE;
+    for (int t = 0; t < len && unplaced > 0; t++) {
+        int i = s->ints[part + t];
+        i64 x = s->minoff[i];
+        if (s->off[i] >= 0 || x >= lowest_top) continue;
+        if (x < last_off || (x == last_off && s->rank[i] < last_rank)) continue;
+        s->cands[cbase + count].offset = x;
+        s->cands[cbase + count].rank = s->rank[i];
+        s->cands[cbase + count].block = i;
+        count++;
+    }
+    qsort(s->cands + cbase, (size_t)count, sizeof(cand), cmp_cand);
+    /* Cheap necessary conditions for `place` to pass: every section's total fits above x,
+     * and the block covers every section already too full to take all of it above its
+     * floor (placing the block lifts the floor only where it lies). */
+    i64 fullest = 0;
+    int over_lo = s1, over_hi = -1;
+    for (int q = s0; q < s1; q++) {
+        if (s->total[q] > fullest) fullest = s->total[q];
+        if (s->total[q] > 0 && s->floor[q] + s->total[q] > s->target) {
+            if (q < over_lo) over_lo = q;
+            over_hi = q;
+        }
+    }
+    for (int t = 0; t < count && status == INFEASIBLE; t++) {
+        int c = s->cands[cbase + t].block;
+        i64 x = s->cands[cbase + t].offset;
+        if (x + fullest > s->target) break;
+        if (over_hi >= 0 && (s->a[c] > over_lo || s->b[c] <= over_hi)) continue;
+        long mark = s->log_len;
+        int alone;
+        if (place(s, c, x, &alone)) {
+            long splits = s->ints_len;
+            int nsplits = 0;
+            for (int q = s->a[c]; q + 1 < s->b[c]; q++) {
+                set(s, &s->cuts[q], s->cuts[q] - 1);
+                if (s->cuts[q] == 0 && q >= s0 && q + 1 < s1) {
+                    long at = ints_push(s, 1);
+                    if (at < 0) break;
+                    s->ints[at] = q + 1;
+                    nsplits++;
+                }
+            }
+            if (s->failed) status = NO_MEMORY;
+            else if (nsplits == 0) status = node(s, part, len, s0, s1, x, s->rank[c]);
+            else status = decompose(s, part, len, s0, s1, splits, nsplits);
+            s->ints_len = splits;
+        }
+        rollback(s, mark);
+        if (s->failed) status = NO_MEMORY;
+        /* A block with no unplaced neighbour in time changes nothing for the others: if
+         * nothing fits after placing it, nothing fits after any other choice either. */
+        if (alone || status == NODE_LIMIT || status == TIME_LIMIT || status == NO_MEMORY) break;
+    }
+    s->ints_len = base;
+    s->cands_len = cbase;
+    return status;
+}
+
+static int cmp_pair(const void *x, const void *y) {
+    const int *p = x, *q = y;
+    if (p[0] != q[0]) return (p[0] > q[0]) - (p[0] < q[0]);
+    return (p[1] > q[1]) - (p[1] < q[1]);
+}
+
+static int prepare(search *s, const i64 *first, const i64 *last) {
+    int n = s->n;
+    s->a = malloc(sizeof(int) * (size_t)(n + 1));
+    s->b = malloc(sizeof(int) * (size_t)(n + 1));
+    if (!s->a || !s->b) return -1;
+    s->m = cut_sections(n, first, last, s->a, s->b);
+    int m = s->m;
+    if (m < 0) return -1;
+    /* Overlaps, from the blocks sorted by first section. */
+    int *by_start = malloc(sizeof(int) * 2 * (size_t)(n + 1));
+    s->ov_start = calloc((size_t)(n + 1), sizeof(int));
+    if (!by_start || !s->ov_start) { free(by_start); return -1; }
+    for (int i = 0; i < n; i++) { by_start[2 * i] = s->a[i]; by_start[2 * i + 1] = i; }
+    qsort(by_start, (size_t)n, 2 * sizeof(int), cmp_pair);
+    long pairs = 0;
+    for (int p = 0; p < n; p++)
+        for (int q = p + 1; q < n && by_start[2 * q] < s->b[by_start[2 * p + 1]]; q++) pairs++;
+    s->ov = malloc(sizeof(int) * (size_t)(2 * pairs + 1));
+    int *fill = calloc((size_t)(n + 1), sizeof(int));
+    if (!s->ov || !fill) { free(by_start); free(fill); return -1; }
+    for (int p = 0; p < n; p++)
+        for (int q = p + 1; q < n && by_start[2 * q] < s->b[by_start[2 * p + 1]]; q++) {
+            s->ov_start[by_start[2 * p + 1] + 1]++;
+            s->ov_start[by_start[2 * q + 1] + 1]++;
+        }
+    for (int i = 0; i < n; i++) s->ov_start[i + 1] += s->ov_start[i];
+    for (int p = 0; p < n; p++)
+        for (int q = p + 1; q < n && by_start[2 * q] < s->b[by_start[2 * p + 1]]; q++) {
+            int i = by_start[2 * p + 1], j = by_start[2 * q + 1];
+            s->ov[s->ov_start[i] + fill[i]++] = j;
+            s->ov[s->ov_start[j] + fill[j]++] = i;
+        }
+    free(by_start);
+    free(fill);
+    /* Blocks covering each section, section totals and boundary cuts. */
+    s->sec_start = calloc((size_t)(m + 1), sizeof(int));
+    s->total = calloc((size_t)(m + 1), sizeof(i64));
+    s->floor = calloc((size_t)(m + 1), sizeof(i64));
+    s->cuts = calloc((size_t)(m + 1), sizeof(i64));
+    s->stamp = calloc((size_t)(m + 1), sizeof(int));
+    s->touched = calloc((size_t)(m + 1), sizeof(int));
+    if (!s->sec_start || !s->total || !s->floor || !s->cuts || !s->stamp || !s->touched)
+        return -1;
+    long covered = 0;
+    for (int i = 0; i < n; i++) {
+        covered += s->b[i] - s->a[i];
+        for (int q = s->a[i]; q < s->b[i]; q++) {
+            s->sec_start[q + 1]++;
+            s->total[q] += s->size[i];
+        }
+        for (int q = s->a[i]; q + 1 < s->b[i]; q++) s->cuts[q]++;
+    }
+    for (int q = 0; q < m; q++) s->sec_start[q + 1] += s->sec_start[q];
+    s->sec = malloc(sizeof(int) * (size_t)(covered + 1));
+    int *seen = calloc((size_t)(m + 1), sizeof(int));
+    if (!s->sec || !seen) { free(seen); return -1; }
+    for (int i = 0; i < n; i++)
+        for (int q = s->a[i]; q < s->b[i]; q++) s->sec[s->sec_start[q] + seen[q]++] = i;
+    free(seen);
+    s->off = malloc(sizeof(i64) * (size_t)(n + 1));
+    s->minoff = calloc((size_t)(n + 1), sizeof(i64));
+    if (!s->off || !s->minoff) return -1;
+    for (int i = 0; i < n; i++) s->off[i] = -1;
+    return 0;
+}
+
+static void release(search *s) {
+    free(s->a); free(s->b); free(s->ov_start); free(s->ov); free(s->sec_start); free(s->sec);
+    free(s->off); free(s->minoff); free(s->floor); free(s->total); free(s->cuts);
+    free(s->stamp); free(s->touched); free(s->log); free(s->ints); free(s->cands);
+}
+
+/*
+ * Searches for offsets whose peak is at most `target`. Returns FOUND (offsets written),
+ * INFEASIBLE (proven: no placement fits `target`), NODE_LIMIT, TIME_LIMIT or NO_MEMORY;
+ * `nodes` receives the number of search nodes visited.
+ */
+int mp_search(int n, const i64 *size, const i64 *first, const i64 *last, const i64 *align,
+              const char *heuristic, i64 target, i64 node_limit, double seconds, i64 *offset,
+              i64 *nodes) {
+    search s;
+    int status = FOUND;
+    memset(&s, 0, sizeof s);
+    s.n = n;
+    s.size = size;
+    s.align = align;
+    s.heuristic = heuristic;
+    s.rank = calloc((size_t)(n + 1), sizeof(i64));
+    i64 *width = malloc(sizeof(i64) * (size_t)(n + 1));
+    if (!s.rank || !width) status = NO_MEMORY;
+    for (int i = 0; i < n && width; i++) width[i] = last[i] - first[i] + 1;
+    s.width = width;
+    s.sol = offset;
+    s.target = target;
+    s.node_limit = node_limit;
+    s.deadline = now_seconds() + seconds;
+    if (status == FOUND && prepare(&s, first, last)) status = NO_MEMORY;
+    for (int q = 0; q < s.m && status == FOUND; q++)
+        if (s.total[q] > target) status = INFEASIBLE;
+    /* Each stretch of time between boundaries no block crosses is searched on its own. */
+    int start = 0;
+    for (int q = 0; q < s.m && status == FOUND; q++) {
+        if (q + 1 < s.m && s.cuts[q] > 0) continue;
+        long part = ints_push(&s, n);
+        if (part < 0) { status = NO_MEMORY; break; }
+        int len = 0;
+        for (int i = 0; i < n; i++)
+            if (s.a[i] >= start && s.b[i] <= q + 1) s.ints[part + len++] = i;
+        if (len > 0)
+            status = rerank(&s, part, len) ? NO_MEMORY : node(&s, part, len, start, q + 1, -1, -1);
+        s.ints_len = part;
+        start = q + 1;
+    }
+    *nodes = s.nodes;
+    free(width);
+    free(s.rank);
+    release(&s);
+    return status;
+}

@@ -1,0 +1,182 @@
+"""Pool assignment: which of its candidate places each buffer takes.
+
+The objective, in order of importance:
+1. every buffer in one of its candidate places (its scope, `pools:` and users decide which;
+   `scopes.resolve` lists them fastest first), within every place's capacity;
+2. buffers in order of `priority` (highest first), then size (largest first), then first
+   step, then workload order, each take the fastest of their candidates that still holds
+   them beside the buffers before them; a buffer that does not fit there spills to the
+   next candidate;
+3. in each place, the smallest peak the offset algorithm finds (see `planner.plan`).
+
+"Holds" is first decided by first fit, which is fast but can waste space; a buffer that
+first fit spills, or fits nowhere, then gets a second chance at each faster candidate
+whose lower bound admits it, with an offset search for that place and that buffer added.
+A buffer that fits nowhere after that is a planning error naming each candidate and how
+many bytes its first fit lacked there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memplace.errors import PlanningError
+from memplace.planner import core
+from memplace.planner.auto import auto
+from memplace.planner.blocks import Block, Budget
+from memplace.scopes import Candidates, Place
+
+RESCUE_ATTEMPTS = 64
+"""Second chances tried per plan, at most (each a bounded offset search)."""
+RESCUE_NODES = 20_000
+"""Search nodes one second chance may spend."""
+RESCUE_MAX_BLOCKS = 2000
+"""Places holding more blocks than this get no second chances (their search is slow)."""
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """The place and a sound offset of every buffer, and the candidates it skipped."""
+
+    place: tuple[Place, ...]
+    offset: tuple[int, ...]
+    skipped: tuple[tuple[Place, ...], ...]
+
+
+def buffer_order(candidates: Sequence[Candidates]) -> list[int]:
+    """Who chooses first: highest priority, then largest, then earliest, then input order."""
+    return sorted(
+        range(len(candidates)),
+        key=lambda i: (
+            -candidates[i].buffer.priority,
+            -candidates[i].buffer.size,
+            candidates[i].buffer.first,
+            i,
+        ),
+    )
+
+
+def block_of(options: Candidates) -> Block:
+    buffer = options.buffer
+    return Block(size=buffer.size, first=buffer.first, last=buffer.last, align=buffer.align)
+
+
+def assign_places(
+    candidates: Sequence[Candidates],
+    capacities: dict[Place, int],
+    seconds: float,
+) -> Assigned:
+    """Choose a place and a sound first offset for every buffer (see the module doc)."""
+    places = list(capacities)
+    index = {place: k for k, place in enumerate(places)}
+    blocks = [block_of(c) for c in candidates]
+    order = buffer_order(candidates)
+    options = [[index[place] for place in c.places] for c in candidates]
+    first = core.assign(blocks, order, options, [capacities[p] for p in places])
+    chosen, offset = list(first.place), list(first.offset)
+    sizes = [capacities[p] for p in places]
+    _second_chances(blocks, order, options, sizes, chosen, offset, seconds)
+    for i in order:
+        if chosen[i] < 0:
+            _fits_nowhere(candidates[i], first.ends(i), capacities)
+    return Assigned(
+        place=tuple(places[p] for p in chosen),
+        offset=tuple(offset),
+        skipped=tuple(
+            tuple(places[p] for p in options[i][: options[i].index(chosen[i])])
+            for i in range(len(blocks))
+        ),
+    )
+
+
+def _second_chances(
+    blocks: Sequence[Block],
+    order: Sequence[int],
+    options: Sequence[Sequence[int]],
+    capacities: Sequence[int],
+    chosen: list[int],
+    offset: list[int],
+    seconds: float,
+) -> None:
+    """Move spilled (or homeless) buffers to faster candidates where a search fits them."""
+    deadline = time.monotonic() + seconds
+    attempts = RESCUE_ATTEMPTS
+    members: dict[int, list[int]] = {p: [] for p in range(len(capacities))}
+    for i, p in enumerate(chosen):
+        if p >= 0:
+            members[p].append(i)
+    live = _LiveBytes(blocks, members)
+    for i in order:
+        current = options[i].index(chosen[i]) if chosen[i] >= 0 else len(options[i])
+        for p in options[i][:current]:
+            if attempts <= 0 or time.monotonic() > deadline:
+                return
+            if len(members[p]) >= RESCUE_MAX_BLOCKS:
+                continue
+            if live.peak_with(p, blocks[i]) > capacities[p]:
+                continue
+            attempts -= 1
+            group = [*members[p], i]
+            budget = Budget(
+                capacity=capacities[p],
+                time_limit=max(0.0, deadline - time.monotonic()),
+                nodes=RESCUE_NODES,
+            )
+            found = auto([blocks[j] for j in group], budget)
+            if found.peak > capacities[p]:
+                continue
+            if chosen[i] >= 0:
+                members[chosen[i]].remove(i)
+                live.move(chosen[i], blocks[i], -1)
+            members[p] = group
+            live.move(p, blocks[i], +1)
+            chosen[i] = p
+            for j, at in zip(group, found.offsets, strict=True):
+                offset[j] = at
+            break
+
+
+class _LiveBytes:
+    """Bytes live at each step in each place, built when first asked for."""
+
+    def __init__(self, blocks: Sequence[Block], members: dict[int, list[int]]) -> None:
+        self.blocks = blocks
+        self.members = members
+        self.steps = max((b.last for b in blocks), default=0) + 2
+        self.lines: dict[int, list[int]] = {}
+
+    def line(self, place: int) -> list[int]:
+        if place not in self.lines:
+            edges = [0] * self.steps
+            for j in self.members[place]:
+                edges[self.blocks[j].first] += self.blocks[j].size
+                edges[self.blocks[j].last + 1] -= self.blocks[j].size
+            self.lines[place] = list(itertools.accumulate(edges))
+        return self.lines[place]
+
+    def peak_with(self, place: int, block: Block) -> int:
+        """The lower bound of the place with `block` added."""
+        return max(self.line(place)[block.first : block.last + 1]) + block.size
+
+    def move(self, place: int, block: Block, sign: int) -> None:
+        line = self.line(place)
+        for step in range(block.first, block.last + 1):
+            line[step] += sign * block.size
+
+
+def _fits_nowhere(
+    options: Candidates, ends: Sequence[int | None], capacities: dict[Place, int]
+) -> None:
+    buffer = options.buffer
+    shortfalls = {
+        place.label: end - capacities[place]
+        for place, end in zip(options.places, ends, strict=True)
+        if end is not None
+    }
+    lacks = "; ".join(f"{label} lacks {bytes_} bytes" for label, bytes_ in shortfalls.items())
+    raise PlanningError(
+        f"{buffer.name} ({buffer.size} bytes) fits nowhere: {lacks}", buffer.name, shortfalls
+    )

@@ -1,0 +1,406 @@
+"""The planner's two hot loops, compiled, each with a pure-Python twin.
+
+`assign` places blocks one by one at their first fit in the first candidate place that
+holds them; `search` is the exact search's decision procedure (is there a placement whose
+peak is at most a target?). Both run in `_core.c`, a plain C library that the normal
+install builds beside this module and that is loaded with ctypes. Where it is missing (an
+install without a C compiler), the twins below run instead: they make the same decisions
+in the same order and count search nodes the same way, so results only differ in speed;
+memplace logs a warning once when that happens. The tests run both and compare them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import itertools
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memplace.planner.blocks import Block, align_up
+
+__all__ = [
+    "FOUND",
+    "INFEASIBLE",
+    "NODE_LIMIT",
+    "TIME_LIMIT",
+    "Assignment",
+    "assign",
+    "assign_python",
+    "compiled",
+    "search",
+    "search_python",
+]
+
+ABI = 3
+FOUND, INFEASIBLE, NODE_LIMIT, TIME_LIMIT = 0, 1, 2, 3
+_NO_MEMORY = -1
+
+_log = logging.getLogger(__name__)
+
+_I64 = ctypes.c_int64
+_INT = ctypes.c_int
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Where `assign` put every block: `place[i]` indexes the places, -1 where none of the
+    block's candidates held it."""
+
+    place: tuple[int, ...]
+    offset: tuple[int, ...]
+    tried: tuple[int, ...]
+    """Per candidate of every block, in order, the end its first fit had there (-1: not
+    tried); block i's candidates start at `starts[i]`."""
+    starts: tuple[int, ...]
+
+    def ends(self, block: int) -> tuple[int | None, ...]:
+        """The end block's first fit had in each of its candidates (None: not tried)."""
+        ends = self.tried[self.starts[block] : self.starts[block + 1]]
+        return tuple(None if end < 0 else end for end in ends)
+
+
+@functools.cache
+def compiled() -> ctypes.CDLL | None:
+    """The compiled core, or None (with a warning logged) when it is not built."""
+    here = Path(__file__).resolve().parent
+    for path in sorted(here.glob("_core*.so")) + sorted(here.glob("_core*.pyd")):
+        try:
+            library = ctypes.CDLL(str(path))
+        except OSError:
+            continue
+        if library.mp_abi() != ABI:
+            continue
+        library.mp_assign.restype = _INT
+        library.mp_search.restype = _INT
+        return library
+    _log.warning(
+        "the compiled planner core (_core.c) is not built; using its pure-Python twin, "
+        "which finds the same plans more slowly (reinstall memplace with a C compiler)"
+    )
+    return None
+
+
+def _array(kind: type[ctypes._SimpleCData], values: Sequence[int]) -> ctypes.Array:  # type: ignore[type-arg]
+    return (kind * max(1, len(values)))(*values)
+
+
+def assign(
+    blocks: Sequence[Block],
+    order: Sequence[int],
+    candidates: Sequence[Sequence[int]],
+    capacities: Sequence[int | None],
+) -> Assignment:
+    """Place `blocks` in `order`, each at its first fit in the first of its `candidates`
+    (indices into `capacities`, None: unbounded) where it ends within the capacity."""
+    library = compiled()
+    if library is None:
+        return assign_python(blocks, order, candidates, capacities)
+    n = len(blocks)
+    starts = [0]
+    for options in candidates:
+        starts.append(starts[-1] + len(options))
+    flat = [place for options in candidates for place in options]
+    chosen = _array(_INT, [0] * n)
+    offsets = _array(_I64, [0] * n)
+    ends = _array(_I64, [0] * len(flat))
+    status = library.mp_assign(
+        _INT(n),
+        _array(_I64, [b.size for b in blocks]),
+        _array(_I64, [b.first for b in blocks]),
+        _array(_I64, [b.last for b in blocks]),
+        _array(_I64, [b.align for b in blocks]),
+        _array(_INT, order),
+        _array(_INT, starts),
+        _array(_INT, flat),
+        _INT(len(capacities)),
+        _array(_I64, [-1 if c is None else c for c in capacities]),
+        chosen,
+        offsets,
+        ends,
+    )
+    if status < 0:
+        raise MemoryError("the planner core ran out of memory")
+    return Assignment(
+        place=tuple(chosen[:n]),
+        offset=tuple(offsets[:n]),
+        tried=tuple(ends[: len(flat)]),
+        starts=tuple(starts),
+    )
+
+
+def search(
+    blocks: Sequence[Block], heuristic: str, target: int, node_limit: int, seconds: float
+) -> tuple[int, list[int], int]:
+    """Look for offsets whose peak is at most `target`, trying blocks in the order of
+    `heuristic` (three of the keys W, A, Z, T; see `_core.c`).
+
+    Returns (status, offsets, nodes): FOUND with the offsets, INFEASIBLE when no placement
+    fits `target` (proven), NODE_LIMIT or TIME_LIMIT when it stopped before knowing.
+    """
+    library = compiled()
+    if library is None:
+        return search_python(blocks, heuristic, target, node_limit, seconds)
+    n = len(blocks)
+    offsets = _array(_I64, [0] * n)
+    nodes = _I64(0)
+    status = library.mp_search(
+        _INT(n),
+        _array(_I64, [b.size for b in blocks]),
+        _array(_I64, [b.first for b in blocks]),
+        _array(_I64, [b.last for b in blocks]),
+        _array(_I64, [b.align for b in blocks]),
+        ctypes.c_char_p(heuristic.encode("ascii")),
+        _I64(target),
+        _I64(node_limit),
+        ctypes.c_double(seconds),
+        offsets,
+        ctypes.byref(nodes),
+    )
+    if status == _NO_MEMORY:
+        raise MemoryError("the planner core ran out of memory")
+    return status, list(offsets[:n]), nodes.value
+
+
+# ---------------------------------------------------------------------------------------
+# The pure-Python twins. They follow _core.c step by step; see the comments there.
+
+
+def _sections(blocks: Sequence[Block]) -> tuple[list[int], list[int], int]:
+    points = sorted({b.first for b in blocks} | {b.last + 1 for b in blocks})
+    index = {point: k for k, point in enumerate(points)}
+    starts = [index[b.first] for b in blocks]
+    ends = [index[b.last + 1] for b in blocks]
+    return starts, ends, max(0, len(points) - 1)
+
+
+def assign_python(
+    blocks: Sequence[Block],
+    order: Sequence[int],
+    candidates: Sequence[Sequence[int]],
+    capacities: Sequence[int | None],
+) -> Assignment:
+    """`assign` in Python: per place, the placed blocks covering each section and the
+    placed blocks starting in each section; their union over a block's span is exactly
+    the placed blocks it conflicts with."""
+    a, b, sections = _sections(blocks)
+    cover = [[[] for _ in range(sections)] for _ in capacities]  # type: list[list[list[int]]]
+    starts = [[[] for _ in range(sections)] for _ in capacities]  # type: list[list[list[int]]]
+    place = [-1] * len(blocks)
+    offset = [0] * len(blocks)
+    starts_at = [0]
+    for options in candidates:
+        starts_at.append(starts_at[-1] + len(options))
+    tried = [-1] * starts_at[-1]
+    for i in order:
+        block = blocks[i]
+        for k, p in enumerate(candidates[i]):
+            near = list(cover[p][a[i]])
+            for section in range(a[i] + 1, b[i]):
+                near += starts[p][section]
+            cursor = 0
+            for other_offset, other_end in sorted(
+                (offset[j], offset[j] + blocks[j].size) for j in near
+            ):
+                if cursor + block.size <= other_offset:
+                    break
+                cursor = max(cursor, align_up(other_end, block.align))
+            tried[starts_at[i] + k] = cursor + block.size
+            capacity = capacities[p]
+            if capacity is None or cursor + block.size <= capacity:
+                place[i], offset[i] = p, cursor
+                for section in range(a[i], b[i]):
+                    cover[p][section].append(i)
+                starts[p][a[i]].append(i)
+                break
+    return Assignment(tuple(place), tuple(offset), tuple(tried), tuple(starts_at))
+
+
+class _Search:
+    """The state of one decision search; `node` is one node of the search tree."""
+
+    def __init__(
+        self,
+        blocks: Sequence[Block],
+        heuristic: str,
+        target: int,
+        node_limit: int,
+        seconds: float,
+    ) -> None:
+        n = len(blocks)
+        self.size = [b.size for b in blocks]
+        self.align = [b.align for b in blocks]
+        self.heuristic = heuristic
+        self.width = [b.last - b.first + 1 for b in blocks]
+        self.rank = [0] * n
+        self.a, self.b, m = _sections(blocks)
+        self.sections = m
+        by_start = sorted(range(n), key=lambda i: (self.a[i], i))
+        self.overlaps: list[list[int]] = [[] for _ in range(n)]
+        for p, i in enumerate(by_start):
+            for j in by_start[p + 1 :]:
+                if self.a[j] >= self.b[i]:
+                    break
+                self.overlaps[i].append(j)
+                self.overlaps[j].append(i)
+        self.covering: list[list[int]] = [[] for _ in range(m)]
+        self.total = [0] * m
+        self.cuts = [0] * m
+        for i in range(n):
+            for q in range(self.a[i], self.b[i]):
+                self.covering[q].append(i)
+                self.total[q] += self.size[i]
+            for q in range(self.a[i], self.b[i] - 1):
+                self.cuts[q] += 1
+        self.floor = [0] * m
+        self.off = [-1] * n
+        self.minoff = [0] * n
+        self.sol = [0] * n
+        self.log: list[tuple[list[int], int, int]] = []
+        self.target = target
+        self.nodes = 0
+        self.node_limit = node_limit
+        self.deadline = time.monotonic() + seconds
+
+    def set(self, values: list[int], index: int, value: int) -> None:
+        self.log.append((values, index, values[index]))
+        values[index] = value
+
+    def rollback(self, mark: int) -> None:
+        log = self.log
+        while len(log) > mark:
+            values, index, old = log.pop()
+            values[index] = old
+
+    def place(self, c: int, x: int) -> bool:
+        top = x + self.size[c]
+        self.set(self.off, c, x)
+        self.sol[c] = x
+        if top > self.target:
+            return False
+        for q in range(self.a[c], self.b[c]):
+            self.set(self.floor, q, top)
+            self.set(self.total, q, self.total[q] - self.size[c])
+        touched: dict[int, None] = {}
+        for j in self.overlaps[c]:
+            if self.off[j] >= 0:
+                continue
+            lowest = align_up(top, self.align[j])
+            if self.minoff[j] >= lowest:
+                continue
+            self.set(self.minoff, j, lowest)
+            for q in range(self.a[j], self.b[j]):
+                touched[q] = None
+        for q in touched:
+            if self.total[q] == 0:
+                continue
+            lowest = min(self.minoff[j] for j in self.covering[q] if self.off[j] < 0)
+            if lowest > self.floor[q]:
+                self.set(self.floor, q, lowest)
+            if self.floor[q] + self.total[q] > self.target:
+                return False
+        return True
+
+    def rerank(self, part: list[int]) -> None:
+        def key(i: int, letter: str) -> int:
+            if letter == "W":
+                return self.width[i]
+            if letter == "A":
+                return self.width[i] * self.size[i]
+            if letter == "Z":
+                return self.size[i]
+            return max(self.total[self.a[i] : self.b[i]])
+
+        ordered = sorted(part, key=lambda i: ([-key(i, letter) for letter in self.heuristic], i))
+        for position, i in enumerate(ordered):
+            self.set(self.rank, i, position)
+
+    def node(self, part: list[int], s0: int, s1: int, last_off: int, last_rank: int) -> int:
+        self.nodes += 1
+        if self.nodes > self.node_limit:
+            return NODE_LIMIT
+        if self.nodes % 1024 == 0 and time.monotonic() > self.deadline:
+            return TIME_LIMIT
+        unplaced = [i for i in part if self.off[i] < 0]
+        if not unplaced:
+            return FOUND
+        lowest_top = min(self.minoff[i] + self.size[i] for i in unplaced)
+        candidates = sorted(
+            (self.minoff[i], self.rank[i], i)
+            for i in unplaced
+            if self.minoff[i] < lowest_top
+            and (self.minoff[i], self.rank[i]) >= (last_off, last_rank)
+        )
+        fullest = max(self.total[s0:s1])
+        over = [
+            q
+            for q in range(s0, s1)
+            if self.total[q] and self.floor[q] + self.total[q] > self.target
+        ]
+        status = INFEASIBLE
+        for x, rank, c in candidates:
+            if x + fullest > self.target:
+                break
+            if over and (self.a[c] > over[0] or self.b[c] <= over[-1]):
+                continue
+            mark = len(self.log)
+            alone = all(self.off[j] >= 0 for j in self.overlaps[c])
+            if self.place(c, x):
+                splits = []
+                for q in range(self.a[c], self.b[c] - 1):
+                    self.set(self.cuts, q, self.cuts[q] - 1)
+                    if self.cuts[q] == 0 and s0 <= q and q + 1 < s1:
+                        splits.append(q + 1)
+                if splits:
+                    status = self.decompose(part, s0, s1, splits)
+                else:
+                    status = self.node(part, s0, s1, x, rank)
+            self.rollback(mark)
+            if alone or status != INFEASIBLE:
+                break
+        return status
+
+    def decompose(self, part: list[int], s0: int, s1: int, splits: list[int]) -> int:
+        bounds = [s0, *splits, s1]
+        for r0, r1 in itertools.pairwise(bounds):
+            sub = [i for i in part if self.off[i] < 0 and self.a[i] < r1 and self.b[i] > r0]
+            if sub:
+                self.rerank(sub)
+                status = self.node(sub, r0, r1, -1, -1)
+                if status != FOUND:
+                    return status
+        return FOUND
+
+    def run(self) -> int:
+        if any(total > self.target for total in self.total):
+            return INFEASIBLE
+        start = 0
+        for q in range(self.sections):
+            if q + 1 < self.sections and self.cuts[q] > 0:
+                continue
+            part = [i for i in range(len(self.off)) if self.a[i] >= start and self.b[i] <= q + 1]
+            if part:
+                self.rerank(part)
+                status = self.node(part, start, q + 1, -1, -1)
+                if status != FOUND:
+                    return status
+            start = q + 1
+        return FOUND
+
+
+def search_python(
+    blocks: Sequence[Block], heuristic: str, target: int, node_limit: int, seconds: float
+) -> tuple[int, list[int], int]:
+    """`search` in Python, node for node."""
+    state = _Search(blocks, heuristic, target, node_limit, seconds)
+    depth = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(depth, 4 * len(blocks) + 1000))
+    try:
+        status = state.run()
+    finally:
+        sys.setrecursionlimit(depth)
+    return status, state.sol, state.nodes

@@ -1,0 +1,85 @@
+"""The exact search: the smallest peak, proven, or the best found within the budget.
+
+It asks `core.search` (a branch-and-bound over canonical placements in the manner of
+MiniMalloc, ASPLOS 2023; see `_core.c`) whether the blocks fit a target, again and again:
+- the lower bound first (most instances either fit it or are close), then the place's
+  capacity while the best placement so far exceeds it, then (once it fits) the middle of
+  the gap between the bound and the best;
+- each question in turn with three orders of the blocks (by lifetime width, by the
+  fullest section they cross, by area), each for a number of search nodes that doubles
+  every round, so an easy answer under one order is not held up by a hard one;
+- an answer of "fits" lowers the best peak, a proof of "does not fit" raises the bound.
+It stops when the bound meets the best peak (proven optimal) or the budget runs out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from memplace.planner import core
+from memplace.planner.blocks import (
+    DEFAULT_BUDGET,
+    Block,
+    Budget,
+    Layout,
+    grain,
+    layout,
+    lower_bound,
+    peak,
+)
+from memplace.planner.greedy import greedy_conflicts, greedy_size
+
+HEURISTICS = ("WAT", "TAW", "TWA")
+
+
+def exact(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+    start = greedy_size(blocks)
+    other = greedy_conflicts(blocks)
+    return improve(blocks, budget, other if other.peak < start.peak else start)
+
+
+def improve(blocks: Sequence[Block], budget: Budget, best: Layout) -> Layout:
+    """Search below the peak of `best` until it is proven optimal or the budget is spent."""
+    deadline = time.monotonic() + budget.time_limit
+    step = grain(blocks)
+    low, nodes_left = lower_bound(blocks), budget.nodes
+    limit = 2 * len(blocks)
+    goal = -1 if budget.goal is None else budget.goal
+    while low < best.peak and nodes_left > 0 and best.peak > goal:
+        progress = False
+        for target in _targets(low, best.peak, budget.capacity, step):
+            for heuristic in HEURISTICS:
+                seconds = deadline - time.monotonic()
+                if seconds <= 0 or nodes_left <= 0:
+                    return layout(blocks, best.offsets)
+                status, offsets, nodes = core.search(
+                    blocks, heuristic, target, min(limit, nodes_left), seconds
+                )
+                nodes_left -= nodes
+                if status == core.FOUND:
+                    best = Layout(tuple(offsets), peak(blocks, offsets), False)
+                elif status == core.INFEASIBLE:
+                    low = (target // step + 1) * step
+                elif status == core.TIME_LIMIT:
+                    return layout(blocks, best.offsets)
+                else:
+                    continue
+                progress = True
+                break
+            if progress:
+                break
+        if not progress:
+            limit *= 2
+    return layout(blocks, best.offsets, optimal=low >= best.peak)
+
+
+def _targets(low: int, high: int, capacity: int | None, step: int) -> list[int]:
+    """Peaks to ask for, below `high` (the best so far) and at least `low` (proven)."""
+    targets = [low]
+    if capacity is not None and low < capacity < high:
+        targets.append(capacity // step * step)
+    if capacity is None or high <= capacity:
+        # Fitting the place comes first; only then is it worth splitting the gap.
+        targets.append((low + high) // 2 // step * step)
+    return [t for i, t in enumerate(targets) if low <= t < high and t not in targets[:i]]

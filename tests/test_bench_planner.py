@@ -1,0 +1,54 @@
+"""benchmarks/planner.py: its tables, on a few instances (no timings are checked)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_planner", REPO / "benchmarks/planner.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_planner"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_instance_file_becomes_inclusive_blocks(bench: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    path.write_text("id,lower,upper,size\n0,0,3,64\n1,3,4,32\n")
+    assert [(b.size, b.first, b.last) for b in bench.read_csv(path)] == [(64, 0, 2), (32, 3, 3)]
+
+
+def test_the_instance_table(bench: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    path.write_text("id,lower,upper,size\n0,0,2,40\n1,2,4,20\n2,3,6,50\n3,1,3,20\n")
+    instance = bench.Instance("demo", "x", bench.read_csv(path), 75)
+    row = bench.solve(instance, 5.0, lambda _: "-")
+    assert (row.bound, row.greedy, row.peak, row.optimal) == (70, 80, 70, True)
+    table = bench.instance_table([row], "baseline")
+    assert table.splitlines()[2].startswith("| demo/x | 4 | 70 | 80 | 70 |")
+    assert table.splitlines()[2].endswith("| yes | yes (" + f"{row.fit_seconds:.2f}) | - |")
+
+
+def test_random_workloads_are_repeatable(bench: ModuleType) -> None:
+    assert bench.random_buffers(50) == bench.random_buffers(50)
+    assert len(bench.random_buffers(1000)) == 1000
+
+
+@pytest.mark.skipif(not (SHARED / "benchmarks").is_dir(), reason="no ../shared/benchmarks")
+def test_the_script_runs_on_shared_instances(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench.main(["--quick", "--only", "deep_speech,five"]) == 0
+    out = capsys.readouterr().out
+    assert "| tvm-usmp/deep_speech | 184 | 100352 |" in out

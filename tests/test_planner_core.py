@@ -1,0 +1,85 @@
+"""The compiled planner core against its pure-Python twin: same decisions, node for node."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memplace.planner import core
+from memplace.planner.blocks import Block, lower_bound, peak
+from memplace.planner.check import placement_problems
+from memplace.planner.exact import HEURISTICS
+
+BLOCKS = st.lists(
+    st.builds(
+        lambda size, first, span, align: Block(size * align, first, first + span, align),
+        st.integers(1, 12),
+        st.integers(0, 10),
+        st.integers(0, 4),
+        st.sampled_from([1, 2, 4, 16]),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+def test_the_compiled_core_is_built() -> None:
+    # `pip install` (editable or wheel) builds it with the system C compiler.
+    assert core.compiled() is not None
+
+
+@settings(max_examples=120, deadline=None)
+@given(BLOCKS, st.sampled_from(HEURISTICS), st.integers(0, 3), st.integers(50, 5000))
+def test_search_twins_agree(blocks: list[Block], heuristic: str, slack: int, limit: int) -> None:
+    if core.compiled() is None:
+        pytest.skip("the compiled core is not built")
+    target = lower_bound(blocks) + slack * max(b.align for b in blocks)
+    compiled = core.search(blocks, heuristic, target, limit, 60.0)
+    python = core.search_python(blocks, heuristic, target, limit, 60.0)
+    assert compiled == python
+    status, offsets, _ = compiled
+    if status == core.FOUND:
+        assert peak(blocks, offsets) <= target
+        names = [str(i) for i in range(len(blocks))]
+        assert placement_problems(blocks, offsets, target, names) == []
+
+
+@settings(max_examples=120, deadline=None)
+@given(BLOCKS, st.data())
+def test_assign_twins_agree(blocks: list[Block], data: st.DataObject) -> None:
+    if core.compiled() is None:
+        pytest.skip("the compiled core is not built")
+    places = data.draw(st.integers(1, 3))
+    capacities = [data.draw(st.one_of(st.none(), st.integers(1, 200))) for _ in range(places)]
+    candidates = [
+        data.draw(st.lists(st.integers(0, places - 1), min_size=1, max_size=3, unique=True))
+        for _ in blocks
+    ]
+    order = data.draw(st.permutations(range(len(blocks))))
+    compiled = core.assign(blocks, order, candidates, capacities)
+    assert compiled == core.assign_python(blocks, order, candidates, capacities)
+    for p, capacity in enumerate(capacities):
+        members = [i for i, chosen in enumerate(compiled.place) if chosen == p]
+        mine = [blocks[i] for i in members]
+        offsets = [compiled.offset[i] for i in members]
+        names = [str(i) for i in members]
+        assert placement_problems(mine, offsets, capacity or 10**9, names) == []
+
+
+def test_a_search_stops_at_its_node_limit() -> None:
+    blocks = [Block(40, 0, 1), Block(20, 2, 3), Block(50, 3, 5), Block(20, 1, 2)]
+    status, _, nodes = core.search(blocks, "WAT", 70, 1, 60.0)
+    assert (status, nodes) == (core.NODE_LIMIT, 2)
+    status, offsets, _ = core.search(blocks, "WAT", 70, 10_000, 60.0)
+    assert status == core.FOUND and peak(blocks, offsets) == 70
+    assert core.search(blocks, "WAT", 69, 10_000, 60.0)[0] == core.INFEASIBLE
+
+
+def test_a_block_that_fits_nowhere_reports_each_candidate() -> None:
+    blocks = [Block(64, 0, 0), Block(64, 0, 0)]
+    placed = core.assign(blocks, [0, 1], [[0, 1], [0, 1]], [100, 120])
+    assert placed.place == (0, 1)
+    placed = core.assign(blocks, [0, 1], [[0], [0, 1]], [100, 60])
+    assert placed.place == (0, -1)
+    assert placed.ends(1) == (128, 64)
