@@ -10,7 +10,9 @@
 #
 # Options: CORE (default: the board's first core), OUTPUT_DIR (default:
 # ${CMAKE_CURRENT_BINARY_DIR}/memplace-<target>), ALGORITHM, POOL_STORAGE (application: the
-# target defines the workspace pool arrays itself, with the <NAME>_<POOL>_ATTRIBUTES macros).
+# target defines the workspace pool arrays itself, with the <NAME>_<POOL>_ATTRIBUTES macros),
+# STACK_HINTS (files or bundled names for `memplace verify --stack-hints`, e.g. newlib-nano
+# for firmware that uses printf).
 # The memplace command is MEMPLACE_EXECUTABLE (found on PATH when not set).
 
 include_guard(GLOBAL)
@@ -18,8 +20,8 @@ include_guard(GLOBAL)
 find_program(MEMPLACE_EXECUTABLE memplace)
 
 function(memplace_target)
-  cmake_parse_arguments(MP "" "TARGET;BOARD;WORKLOAD;CORE;OUTPUT_DIR;ALGORITHM;POOL_STORAGE" ""
-                        ${ARGN})
+  cmake_parse_arguments(MP "" "TARGET;BOARD;WORKLOAD;CORE;OUTPUT_DIR;ALGORITHM;POOL_STORAGE"
+                        "STACK_HINTS" ${ARGN})
   foreach(required TARGET BOARD WORKLOAD)
     if(NOT MP_${required})
       message(FATAL_ERROR "memplace_target: ${required} is required")
@@ -70,10 +72,14 @@ function(memplace_target)
   set_property(TARGET ${MP_TARGET} APPEND PROPERTY
     LINK_DEPENDS "${MEMPLACE_${MP_CORE}_LINKER_SCRIPT}")
 
+  set(hints)
+  foreach(hint IN LISTS MP_STACK_HINTS)
+    list(APPEND hints --stack-hints "${hint}")
+  endforeach()
   add_custom_command(TARGET ${MP_TARGET} POST_BUILD
     COMMAND "${CMAKE_COMMAND}" -E copy "$<TARGET_FILE:${MP_TARGET}>"
             "${MP_OUTPUT_DIR}/build/${MP_CORE}.elf"
-    COMMAND "${MEMPLACE_EXECUTABLE}" verify "${MP_OUTPUT_DIR}" --core ${MP_CORE}
+    COMMAND "${MEMPLACE_EXECUTABLE}" verify "${MP_OUTPUT_DIR}" --core ${MP_CORE} ${hints}
     COMMENT "memplace: verifying ${MP_TARGET} against the plan"
     VERBATIM)
 endfunction()

@@ -386,3 +386,125 @@ def test_a_project_type_error_is_an_input_error(board: Board, demo_workload: Wor
         from memplace.codegen import RenderOptions
 
         render(board, plan(board, demo_workload), "exerciser", RenderOptions(pool_storage="heap"))
+
+
+TWO_CORES = """memplace: workload/v1
+name: duo
+steps: 3
+buffers:
+  - {name: a0, size: 4K, live: [0, 1], users: [main]}
+  - {name: b0, size: 2K, live: [1, 2], users: [main]}
+  - {name: a1, size: 4K, live: [0, 2], users: [main1]}
+  - {name: b1, size: 8K, live: [1, 1], users: [main1]}
+  - {name: shared, size: 1K, live: [0, 2], users: [main, main1]}
+  - {name: f1, size: 256, live: 1, scope: local, users: [main1]}
+constants:
+  - {name: w, size: 512}
+"""
+
+
+@pytest.fixture(scope="module")
+def two_cores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Board, Workload]:
+    path = tmp_path_factory.mktemp("duo") / "duo.yaml"
+    path.write_text(TWO_CORES)
+    return load_board("qemu-mps2-an521"), Workload.from_file(path)
+
+
+def test_core_zero_releases_core_one_and_collects_its_result(
+    tmp_path: Path, two_cores: tuple[Board, Workload]
+) -> None:
+    board, workload = two_cores
+    out = tmp_path / "duo"
+    users = {
+        "a0": ("main",),
+        "b0": ("main",),
+        "a1": ("main1",),
+        "b1": ("main1",),
+        "shared": ("main", "main1"),
+        "f1": ("main1",),
+        "w": ("main",),
+    }
+    write_project(render(board, plan(board, workload), users=users), out)
+    build(out)
+    log = run(out)
+    assert log.passed, log
+    # Core 1 measured its own stack, with its local frame, and reported it by mailbox.
+    assert log.stacks["main1"] >= 256
+    assert log.stacks["main"] > 0
+    cpu1 = (out / "src" / "exerciser_cpu1.c").read_text()
+    assert '"a1"' in cpu1 and '"b1"' in cpu1 and '"a0"' not in cpu1
+    startup0 = (out / "memplace" / "cpu0" / "startup.c").read_text()
+    assert "*(volatile uint32_t *)0x50021114u = 0x38000000u;" in startup0
+    assert "*(volatile uint32_t *)0x50021118u &= ~0x00000002u;" in startup0
+    # The mailbox and every shared pool have one address in both images.
+    scripts = [(out / "memplace" / core / "linker.ld").read_text() for core in ("cpu0", "cpu1")]
+    mailbox = [line for line in scripts[0].splitlines() if line.startswith("memplace_mailbox")]
+    assert mailbox and mailbox[0] in scripts[1]
+    assert "duo_pool_sram_ws = 0x30004000;" in scripts[1]
+
+
+def test_a_failure_on_core_one_fails_the_run(
+    tmp_path: Path, two_cores: tuple[Board, Workload]
+) -> None:
+    board, workload = two_cores
+    good = plan(board, workload)
+    a1 = good.placement("a1")
+    bad = replace(
+        good,
+        placements=tuple(
+            replace(p, offset=a1.offset) if p.name == "b1" else p for p in good.placements
+        ),
+    )
+    users = {"a1": ("main1",), "b1": ("main1",), "f1": ("main1",)}
+    out = tmp_path / "bad"
+    write_project(render(board, bad, users=users), out)
+    build(out)
+    log = run(out)
+    assert log.exit_code == 1
+    assert ("buffer", "a1", 1) in [(f.what, f.name, f.step) for f in log.failures]
+    assert "main1" in log.stacks
+
+
+DYNAMIC = """memplace: workload/v1
+name: dyn
+steps: 4
+buffers:
+  - {name: act, size: 4K, live: [0, 3]}
+  - {name: work1, size: 1000, live: [0, 1], dynamic: true, align: 8}
+  - {name: work2, size: 3000, live: [1, 2], dynamic: true}
+  - {name: work3, size: 512, live: [3, 3], dynamic: true, scope: global.sram_ws}
+"""
+
+
+def test_dynamic_buffers_come_from_an_arena_within_their_reservation(
+    tmp_path: Path, board: Board
+) -> None:
+    path = tmp_path / "dyn.yaml"
+    path.write_text(DYNAMIC)
+    good = plan(board, Workload.from_file(path))
+    assert {p.name for p in good.placements if p.dynamic} == {"work1", "work2", "work3"}
+    files = render(board, good)
+    header = files["memplace/include/dyn_memplace.h"]
+    assert "extern struct memplace_arena dyn_arena_dtcm_ws;" in header
+    assert "extern struct memplace_arena dyn_arena_sram_ws;" in header
+    assert "struct memplace_arena *dyn_arena(const char *scope);" in header
+    # Dynamic buffers have no fixed address in the exerciser's tables.
+    assert '"work1"}' not in files["src/exerciser_cpu0.c"].split("dynamics[]")[0]
+    out = tmp_path / "good"
+    write_project(files, out)
+    build(out)
+    assert run(out).passed
+    # Reserve less than both live buffers need at step 1: the arena refuses, never overruns.
+    aligned = good.placement("work1").offset // 16 * 16
+    bad = replace(
+        good,
+        placements=tuple(
+            replace(p, offset=aligned) if p.name == "work2" else p for p in good.placements
+        ),
+    )
+    out = tmp_path / "bad"
+    write_project(render(board, bad), out)
+    build(out)
+    log = run(out)
+    assert log.exit_code == 1
+    assert [(f.what, f.name, f.step) for f in log.failures] == [("buffer", "work1", 1)]

@@ -72,6 +72,57 @@ def exercising_core(board: Board, placement: Placement, users: dict[str, tuple[s
     return next(iter(board.cores))
 
 
+MAILBOX_BYTES = 128
+MAILBOX_SLOT = 16
+MAILBOX_DONE = 0x600DD0E5
+
+
+def mailbox(board: Board, reserved: dict[str, int]) -> dict[str, Any] | None:
+    """Where released cores hand their result to the core that released them: the last
+    bytes below the pools and stacks of a writable memory that all those cores reach; the
+    releasing core's data memory when it qualifies, else the first such memory."""
+    released = [core for core in board.cores.values() if core.release is not None]
+    if not released:
+        return None
+    if len(released) * MAILBOX_SLOT > MAILBOX_BYTES:
+        raise InputError(
+            f"memplace releases at most {MAILBOX_BYTES // MAILBOX_SLOT} cores", key="cores"
+        )
+    releasers = {core.release.by for core in released if core.release is not None}
+    if len(releasers) > 1:
+        raise InputError(
+            f"cores are released by {', '.join(sorted(releasers))}; memplace's "
+            "startup code releases them all from one core",
+            key="cores",
+        )
+    by = board.cores[releasers.pop()]
+    involved = [by.name, *(core.name for core in released)]
+    preferred = [
+        board.memories[by.layout.data],
+        *(m for m in board.memories.values() if m.name != by.layout.data),
+    ]
+    for memory in preferred:
+        end = reserved.get(memory.name, memory.origin + memory.size)
+        if (
+            memory.writable()
+            and all(core in memory.access for core in involved)
+            and end - memory.origin >= 2 * MAILBOX_BYTES
+        ):
+            return {
+                "memory": memory.name,
+                "releaser": by.name,
+                "size": MAILBOX_BYTES,
+                "system_address": end - MAILBOX_BYTES,
+                "done": MAILBOX_DONE,
+                "cores": [core.name for core in released],
+            }
+    raise InputError(
+        f"no writable memory that cores {', '.join(involved)} all reach has room "
+        "for the mailbox released cores report to",
+        key="cores",
+    )
+
+
 def project_context(
     board: Board, plan: Plan, options: RenderOptions, users: dict[str, tuple[str, ...]]
 ) -> dict[str, Any]:
@@ -98,11 +149,13 @@ def project_context(
         "multicore": len(board.cores) > 1,
         "steps": list(plan.steps),
         "pools": pools,
+        "arenas": arenas(plan),
         "placements": placements,
         "stacks": [
             {"context": s.context, "budget": s.budget, "address": s.address} for s in plan.stacks
         ],
         "cores": [_core(board, plan, core, options, users) for core in board.cores.values()],
+        "mailbox": mailbox(board, _reserved(board, plan)),
     }
 
 
@@ -131,6 +184,18 @@ def _pool(board: Board, plan: Plan, usage: PoolUsage, options: RenderOptions) ->
         "owner": pool_owner(board, usage) if storage else None,
         "generated": options.pool_storage == "generated",
     }
+
+
+def _reserved(board: Board, plan: Plan) -> dict[str, int]:
+    """memory -> the lowest address its used pools and its stacks take."""
+    reserved: dict[str, int] = {}
+    areas = [
+        *((p.memory, p.address) for p in plan.pools if p.used),
+        *((s.memory, s.address) for s in plan.stacks),
+    ]
+    for memory, address in areas:
+        reserved[memory] = min(reserved.get(memory, address), address)
+    return reserved
 
 
 def _view(board: Board, memory: str, core: str) -> int:
@@ -162,13 +227,11 @@ def _core(
     reached = [m for m in board.memories.values() if core.name in m.access]
     reached_names = {m.name for m in reached}
     all_pools = [p for p in plan.pools if p.used]
-    reserved: dict[str, int] = {}
-    for area_memory, address in [
-        *((p.memory, p.address) for p in all_pools),
-        *((s.memory, s.address) for s in plan.stacks),
-    ]:
-        reserved[area_memory] = min(reserved.get(area_memory, address), address)
+    reserved = _reserved(board, plan)
     slices = _image_slices(board, reserved)
+    box = mailbox(board, reserved)
+    if box is not None:
+        box["address"] = box["system_address"] + _view(board, box["memory"], core.name)
 
     regions = []
     for memory in reached:
@@ -178,6 +241,8 @@ def _core(
             continue
         else:
             start, end = memory.origin, memory.origin + memory.size
+        if box is not None and memory.name == box["memory"]:
+            end = min(end, box["system_address"])
         regions.append(
             {
                 "name": memory.name,
@@ -272,8 +337,24 @@ def _core(
         "main_stack": main.name,
         "entry": entry,
         "isrs": [_isr(isr) for isr in isrs],
+        "mailbox": box,
+        "releases": [
+            _release(board, other)
+            for other in board.cores.values()
+            if other.release is not None and other.release.by == core.name
+        ],
+        "released_slot": (
+            box["cores"].index(core.name) if box is not None and core.name in box["cores"] else None
+        ),
         "buffers": [
-            _checked(plan.workload, p) for p in mine if p.kind == "buffer" and p.pool is not None
+            _checked(plan.workload, p)
+            for p in mine
+            if p.kind == "buffer" and p.pool is not None and not p.dynamic
+        ],
+        "arenas": [
+            a
+            for a in arenas(plan)
+            if any(b["name"] in {p.name for p in mine} for b in a["buffers"])
         ],
         "constants": [_checked(plan.workload, p) for p in mine if p.kind == "constant"],
         "stack_buffers": [
@@ -281,6 +362,54 @@ def _core(
         ],
         "stack_area": next((s.planned for s in stacks if s.context == main.name), 0),
         "sources": _sources(core, plan.workload, options),
+    }
+
+
+def arenas(plan: Plan) -> list[dict[str, Any]]:
+    """One arena per workspace pool that holds dynamic buffers: the span of their
+    reservations, [lowest offset, highest end), handed out at run time."""
+    result = []
+    for usage in plan.pools:
+        dynamic = sorted(
+            (p for p in plan.in_place(usage.name) if p.dynamic), key=lambda p: (p.offset, p.name)
+        )
+        if not dynamic:
+            continue
+        start = dynamic[0].offset
+        end = max(p.offset + p.size for p in dynamic)
+        result.append(
+            {
+                "pool": usage.name,
+                "symbol": pool_symbol(plan.workload, usage.name),
+                "offset": start,
+                "capacity": end - start,
+                "buffers": [
+                    {
+                        "name": p.name,
+                        "size": p.size,
+                        "align": p.align,
+                        "first": p.first,
+                        "last": p.last,
+                    }
+                    for p in dynamic
+                ],
+            }
+        )
+    return result
+
+
+def _release(board: Board, core: Core) -> dict[str, Any]:
+    assert core.release is not None
+    main = main_context(board, core.name)
+    assert main.stack is not None
+    return {
+        "core": core.name,
+        "context": main.name,
+        "budget": main.stack.size,
+        "steps": [
+            {"action": step.action, "address": step.address, "value": step.value}
+            for step in core.release.steps
+        ],
     }
 
 
