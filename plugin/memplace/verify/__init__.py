@@ -1,39 +1,98 @@
-"""Proving a built project against its plan: from the ELF files, and from a run."""
+"""Proving a built project against its plan: from the ELF files, and from a run.
+
+`verify` is read-only and complete: it reports every finding, not the first.
+"""
 
 from __future__ import annotations
 
 from memplace.project import Project
 from memplace.verify.elf import check_images
-from memplace.verify.report import Finding, Report, StackReport
+from memplace.verify.formats import to_junit, to_sarif, write_reports
+from memplace.verify.hints import StackHints, load_hints
+from memplace.verify.image import Image
+from memplace.verify.report import CHECKS, Finding, Report, StackReport
 from memplace.verify.runlog import RunLog, parse_run
+from memplace.verify.stack import ContextBound, context_bounds, graph_of
 
-__all__ = ["Finding", "Report", "RunLog", "StackReport", "parse_run", "verify"]
+__all__ = [
+    "CHECKS",
+    "Finding",
+    "Report",
+    "RunLog",
+    "StackHints",
+    "StackReport",
+    "load_hints",
+    "parse_run",
+    "to_junit",
+    "to_sarif",
+    "verify",
+    "write_reports",
+]
 
 
-def verify(project: Project, run: RunLog | None = None) -> Report:
-    """Every finding about `project` (read-only); with a run, its measured stacks too."""
-    findings = check_images(project)
+def verify(project: Project, run: RunLog | None = None, hints: StackHints | None = None) -> Report:
+    """Every finding about `project`: placement from its images, static stack bounds from
+    their call graphs (bounded further by `hints`), and with a run, the measured stacks."""
+    images = {core: Image.from_file(path) for core, path in project.images.items()}
+    findings = check_images(project, images)
+    graphs = {core: graph_of(project, core, image) for core, image in images.items()}
+    bounds = context_bounds(project, images, graphs, hints)
     stacks = []
     for stack in project.plan.stacks:
+        bound = bounds.get(stack.context)
+        if bound is None:
+            continue  # its core's image is not checked here
         measured = run.stacks.get(stack.context) if run else None
-        if measured is not None and measured >= stack.budget:
-            # Painting cannot see past the stack's own area: a stack written to its last
-            # word has overflowed, or is one push away from it.
-            findings.append(
-                Finding(
-                    "stack-budget",
-                    stack.context,
-                    f"used all {stack.budget} bytes of its budget: the stack overflowed",
-                )
-            )
+        findings += _stack_findings(stack.context, stack.budget, bound, measured)
         stacks.append(
             StackReport(
-                context=stack.context, budget=stack.budget, planned=stack.planned, measured=measured
+                context=stack.context,
+                budget=stack.budget,
+                planned=stack.planned,
+                static_bound=bound.bytes,
+                measured=measured,
+                path=bound.path,
+                interrupts=bound.interrupts,
             )
         )
     if run is not None:
         findings += _run_findings(run)
-    return Report(findings=tuple(findings), stacks=tuple(stacks))
+    return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
+
+
+def _stack_findings(
+    context: str, budget: int, bound: ContextBound, measured: int | None
+) -> list[Finding]:
+    findings = list(bound.findings)
+    if bound.bytes is not None and bound.bytes > budget:
+        findings.append(
+            Finding(
+                "stack-bound",
+                context,
+                f"can use {bound.bytes} bytes, over its budget of {budget} "
+                f"(deepest path: {' > '.join(bound.path)})",
+            )
+        )
+    if measured is not None and bound.bytes is not None and measured > bound.bytes:
+        findings.append(
+            Finding(
+                "stack-analysis",
+                context,
+                f"the run used {measured} bytes, more than the static bound of {bound.bytes}: "
+                f"the analysis missed a frame",
+            )
+        )
+    if measured is not None and measured >= budget:
+        # Painting cannot see past the stack's own area: a stack written to its last word
+        # has overflowed, or is one push away from it.
+        findings.append(
+            Finding(
+                "stack-budget",
+                context,
+                f"used all {budget} bytes of its budget: the stack overflowed",
+            )
+        )
+    return findings
 
 
 def _run_findings(run: RunLog) -> list[Finding]:

@@ -1,30 +1,25 @@
-"""Placement checks read from the linked ELF files alone, compared with the plan."""
+"""Placement checks read from the linked ELF files alone, compared with the plan.
+
+Every check reports every disagreement it finds. Addresses are compared in the view of
+the core whose image is read; images of different cores are compared in system addresses.
+"""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator, Mapping
+import struct
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from elftools.elf.constants import SH_FLAGS
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
-from memplace.codegen import fnv1a
-from memplace.errors import InputError
+from memplace.board import POOL_ALIGN, STACK_ALIGN
+from memplace.codegen.checksum import fnv1a
 from memplace.project import Project
+from memplace.verify.image import Image, Section
 from memplace.verify.report import Finding
 
-
-@dataclass(frozen=True)
-class _Section:
-    name: str
-    address: int
-    size: int
-    nobits: bool
-    load_address: int
+POOL_SECTION = ".memplace.pool."
+STACK_SECTION = ".memplace.stack."
+COPY_TABLE = ".memplace.copy_table"
 
 
 @dataclass(frozen=True)
@@ -36,196 +31,370 @@ class _Range:
     def holds(self, start: int, size: int) -> bool:
         return self.start <= start and start + size <= self.end
 
-
-class _Image:
-    """What the checks need from one ELF: allocated sections, symbols, bytes."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            handle = path.open("rb")
-        except OSError as exc:
-            raise InputError(f"no image at {path}: build the project first", key="DIR") from exc
-        with handle:
-            elf = ELFFile(handle)
-            segments = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
-            self.sections: list[_Section] = []
-            self.data: dict[str, bytes] = {}
-            for section in elf.iter_sections():
-                if not section["sh_flags"] & SH_FLAGS.SHF_ALLOC or section["sh_size"] == 0:
-                    continue
-                nobits = section["sh_type"] == "SHT_NOBITS"
-                address = section["sh_addr"]
-                self.sections.append(
-                    _Section(
-                        section.name,
-                        address,
-                        section["sh_size"],
-                        nobits,
-                        _load_address(segments, address),
-                    )
-                )
-                if not nobits:
-                    self.data[section.name] = section.data()
-            self.symbols: dict[str, tuple[int, int]] = {}
-            symtab = elf.get_section_by_name(".symtab")
-            if isinstance(symtab, SymbolTableSection):
-                for symbol in symtab.iter_symbols():
-                    if symbol.name and symbol["st_info"]["type"] in ("STT_OBJECT", "STT_NOTYPE"):
-                        self.symbols.setdefault(
-                            symbol.name, (symbol["st_value"], symbol["st_size"])
-                        )
-
-    def section_at(self, address: int) -> _Section | None:
-        for section in self.sections:
-            if section.address <= address < section.address + section.size:
-                return section
-        return None
+    def meets(self, start: int, end: int) -> bool:
+        return start < self.end and self.start < end
 
 
-def _load_address(segments: list[Any], address: int) -> int:
-    for segment in segments:
-        if segment["p_vaddr"] <= address < segment["p_vaddr"] + max(segment["p_memsz"], 1):
-            return int(segment["p_paddr"] + address - segment["p_vaddr"])
-    return address
-
-
-def check_images(project: Project) -> list[Finding]:
+def check_images(project: Project, images: Mapping[str, Image] | None = None) -> list[Finding]:
+    """Every placement finding about the images of `project` (read from disk if not given)."""
+    if images is None:
+        images = {core: Image.from_file(path) for core, path in project.images.items()}
     findings: list[Finding] = []
-    for core, path in project.images.items():
-        findings += _check_core(project, core, _Image(path))
+    for core, image in images.items():
+        checker = _CoreChecker(project, core, image)
+        findings += checker.check()
+    findings += _check_shared(project, images)
     return findings
 
 
-def _memories(board: Mapping[str, Any], core: str) -> list[_Range]:
-    ranges = []
+def subject_of(section: str) -> str:
+    """What a finding about `section` is about: its pool or stack where it holds one."""
+    if section.startswith(POOL_SECTION):
+        return section[len(POOL_SECTION) :]
+    if section.startswith(STACK_SECTION):
+        return section[len(STACK_SECTION) :] + ".stack"
+    return section
+
+
+def memories_of(board: Mapping[str, Any], core: str) -> dict[str, _Range]:
+    """The memories `core` reaches, at the addresses it sees them."""
+    ranges = {}
     for name, memory in board["memories"].items():
         if core in memory["access"]:
-            start = memory["views"].get(core, memory["origin"])
-            ranges.append(_Range(name, start, start + memory["size"]))
+            start = memory.get("views", {}).get(core, memory["origin"])
+            ranges[name] = _Range(name, start, start + memory["size"])
     return ranges
 
 
-def _view(board: Mapping[str, Any], core: str, memory: str) -> int:
+def view_shift(board: Mapping[str, Any], core: str, memory: str) -> int:
+    """What to add to a system address in `memory` to get the address `core` sees."""
     data = board["memories"][memory]
-    return int(data["views"].get(core, data["origin"]) - data["origin"])
+    return int(data.get("views", {}).get(core, data["origin"]) - data["origin"])
 
 
-def _check_core(project: Project, core: str, image: _Image) -> Iterator[Finding]:
-    board, plan = project.board, project.plan
-    memories = {r.name: r for r in _memories(board, core)}
-    load = memories.get(board["cores"][core]["layout"]["load"])
-    for pool in plan.pools:
-        if not pool.used or pool.memory not in memories:
-            continue
-        symbol = f"{plan.workload}_pool_{pool.name}"
-        expected = pool.address + _view(board, core, pool.memory)
-        found = image.symbols.get(symbol)
-        if found is None:
-            yield Finding("placement", pool.name, f"{symbol} is missing from {image.path.name}")
-            continue
-        address, size = found
-        if address != expected:
-            yield Finding(
+class _CoreChecker:
+    def __init__(self, project: Project, core: str, image: Image) -> None:
+        self.project = project
+        self.board = project.board
+        self.plan = project.plan
+        self.core = core
+        self.image = image
+        self.memories = memories_of(self.board, core)
+        load = self.board["cores"][core]["layout"]["load"]
+        self.load = self.memories.get(load)
+        try:
+            self.file = str(image.path.relative_to(project.folder))
+        except ValueError:
+            self.file = str(image.path)
+
+    def finding(self, check: str, subject: str, message: str) -> Finding:
+        return Finding(check, subject, message, file=self.file)
+
+    def check(self) -> list[Finding]:
+        findings: list[Finding] = []
+        for pool in self.plan.pools:
+            if pool.used and pool.memory in self.memories:
+                findings += self._check_pool(pool)
+        for stack in self.plan.stacks:
+            context = self.board["contexts"].get(stack.context, {})
+            if context.get("core") == self.core:
+                findings += self._check_stack(stack)
+        findings += self._check_sections()
+        findings += self._check_copies()
+        return findings
+
+    def _expected(self, memory: str, address: int) -> int:
+        return address + view_shift(self.board, self.core, memory)
+
+    def _check_pool(self, pool: Any) -> Iterator[Finding]:
+        name = f"{self.plan.workload}_pool_{pool.name}"
+        symbol = self.image.get_symbol(name)
+        if symbol is None:
+            yield self.finding("placement", pool.name, f"{name} is missing from {self.file}")
+            return
+        expected = self._expected(pool.memory, pool.address)
+        memory = self.memories[pool.memory]
+        if symbol.address != expected:
+            yield self.finding(
                 "placement",
                 pool.name,
-                f"{symbol} is at 0x{address:08x}, the plan says 0x{expected:08x}",
+                f"{name} is at 0x{symbol.address:08x}, the plan says 0x{expected:08x}",
             )
-        if not memories[pool.memory].holds(address, max(size, 1)):
-            yield Finding(
+        if not memory.holds(symbol.address, max(symbol.size, 1)):
+            yield self.finding(
                 "placement",
                 pool.name,
-                f"{symbol} [0x{address:08x}, 0x{address + size:08x}) is outside "
-                f"memory {pool.memory}",
+                f"{name} [0x{symbol.address:08x}, 0x{symbol.address + symbol.size:08x}) is "
+                f"outside memory {pool.memory} [0x{memory.start:08x}, 0x{memory.end:08x})",
             )
-        if size < pool.used:
-            yield Finding(
-                "placement", pool.name, f"{symbol} holds {size} bytes, the plan uses {pool.used}"
+        yield from self._check_alignment(pool.name, symbol.address)
+        if symbol.section is None:
+            # Another image owns the storage; this one only names its address.
+            return
+        wanted = POOL_SECTION + pool.name
+        if symbol.section != wanted:
+            yield self.finding(
+                "placement", pool.name, f"{name} is in section {symbol.section}, not {wanted}"
             )
-        section = image.section_at(address)
+        if symbol.size < pool.used:
+            yield self.finding(
+                "placement",
+                pool.name,
+                f"{name} holds {symbol.size} bytes, the plan uses {pool.used}",
+            )
+        section = self.image.get_section(symbol.section)
         if section is None:
-            continue
+            return
         if pool.kind == "workspace" and not section.nobits:
-            yield Finding(
+            yield self.finding(
                 "placement",
                 pool.name,
                 f"workspace pool takes {section.size} bytes in the image ({section.name})",
             )
         if pool.kind == "constant":
             if section.nobits:
-                yield Finding(
-                    "placement", pool.name, f"constant pool has no contents in {section.name}"
-                )
-            elif (
-                load is not None
-                and not load.holds(section.load_address, section.size)
-                and not memories[pool.memory].holds(section.load_address, section.size)
-            ):
-                yield Finding(
+                yield self.finding(
                     "load-copy",
                     pool.name,
-                    f"{section.name} is loaded at 0x{section.load_address:08x}, "
-                    f"outside the load memory {load.name}",
+                    f"constant pool has no contents in the image: {section.name} holds no bytes",
                 )
-            yield from _check_constants(project, pool.name, image, section, address)
-    for placement in plan.placements:
-        base = plan.address(placement)
-        if base is not None and base % placement.align:
-            yield Finding(
-                "alignment",
-                placement.name,
-                f"address 0x{base:08x} is not aligned to {placement.align}",
+            else:
+                yield from self._check_constants(pool.name, section, symbol.address)
+
+    def _check_alignment(self, pool: str, base: int) -> Iterator[Finding]:
+        if base % POOL_ALIGN:
+            yield self.finding(
+                "alignment", pool, f"pool address 0x{base:08x} is not aligned to {POOL_ALIGN}"
             )
-    for stack in plan.stacks:
-        if board["contexts"][stack.context]["core"] != core:
-            continue
-        symbol = f"memplace_stack_{stack.context}"
-        expected = stack.address + _view(board, core, stack.memory)
-        found = image.symbols.get(symbol)
-        if found is None:
-            yield Finding("placement", f"{stack.context}.stack", f"{symbol} is missing")
-        elif found != (expected, stack.budget):
-            yield Finding(
+        for placement in self.plan.in_place(pool):
+            address = base + placement.offset
+            if address % placement.align:
+                yield self.finding(
+                    "alignment",
+                    placement.name,
+                    f"address 0x{address:08x} is not aligned to {placement.align}",
+                )
+
+    def _check_constants(self, pool: str, section: Section, base: int) -> Iterator[Finding]:
+        for placement in self.plan.in_place(pool):
+            expected = self.project.checksums.get(placement.name)
+            if expected is None:
+                continue
+            data = self.image.read(base + placement.offset, placement.size)
+            if data is None or fnv1a(data) != expected:
+                yield self.finding(
+                    "contents",
+                    placement.name,
+                    f"the constant's bytes in {section.name} differ from the workload's",
+                )
+
+    def _check_stack(self, stack: Any) -> Iterator[Finding]:
+        subject = f"{stack.context}.stack"
+        name = f"memplace_stack_{stack.context}"
+        symbol = self.image.get_symbol(name)
+        if symbol is None:
+            yield self.finding("placement", subject, f"{name} is missing from {self.file}")
+            return
+        expected = self._expected(stack.memory, stack.address)
+        if (symbol.address, symbol.size) != (expected, stack.budget):
+            yield self.finding(
                 "placement",
-                f"{stack.context}.stack",
-                f"{symbol} is {found[1]} bytes at 0x{found[0]:08x}, the plan says "
+                subject,
+                f"{name} is {symbol.size} bytes at 0x{symbol.address:08x}, the plan says "
                 f"{stack.budget} bytes at 0x{expected:08x}",
             )
-    yield from _check_sections(image, list(memories.values()))
+        memory = self.memories.get(stack.memory)
+        if memory is not None and not memory.holds(symbol.address, max(symbol.size, 1)):
+            yield self.finding(
+                "placement",
+                subject,
+                f"{name} [0x{symbol.address:08x}, 0x{symbol.address + symbol.size:08x}) is "
+                f"outside memory {stack.memory}",
+            )
+        if symbol.address % STACK_ALIGN:
+            yield self.finding(
+                "alignment",
+                subject,
+                f"{name} at 0x{symbol.address:08x} is not aligned to {STACK_ALIGN}",
+            )
+        wanted = STACK_SECTION + stack.context
+        if symbol.section != wanted:
+            yield self.finding(
+                "placement", subject, f"{name} is in section {symbol.section}, not {wanted}"
+            )
+        section = self.image.get_section(wanted)
+        if section is not None and not section.nobits:
+            yield self.finding(
+                "placement",
+                subject,
+                f"the stack takes {section.size} bytes in the image ({section.name})",
+            )
+
+    def _reserved(self) -> list[_Range]:
+        """The areas the plan reserves (pool capacity, stack budget) in this core's view."""
+        areas = []
+        for pool in self.plan.pools:
+            if pool.memory in self.memories:
+                start = self._expected(pool.memory, pool.address)
+                areas.append(_Range(f"pool {pool.name}", start, start + pool.capacity))
+        for stack in self.plan.stacks:
+            if stack.memory in self.memories:
+                start = self._expected(stack.memory, stack.address)
+                areas.append(_Range(f"stack {stack.context}", start, start + stack.budget))
+        return areas
+
+    def _check_sections(self) -> Iterator[Finding]:
+        memories = list(self.memories.values())
+        reserved = self._reserved()
+        for section in self.image.sections:
+            inside = [m for m in memories if m.holds(section.address, section.size)]
+            if not inside:
+                yield self.finding(
+                    "memory",
+                    subject_of(section.name),
+                    f"{section.name} [0x{section.address:08x}, 0x{section.end:08x}) overflows "
+                    f"or lies outside "
+                    f"every memory core {self.core} reaches",
+                )
+            if not section.name.startswith((POOL_SECTION, STACK_SECTION)):
+                for area in reserved:
+                    if area.meets(section.address, section.end):
+                        yield self.finding(
+                            "memory",
+                            section.name,
+                            f"{section.name} [0x{section.address:08x}, 0x{section.end:08x}) runs "
+                            f"into the area "
+                            f"of {area.name} [0x{area.start:08x}, 0x{area.end:08x})",
+                        )
+            if section.nobits or self.load is None:
+                continue
+            if not self.load.holds(section.lma, section.size):
+                yield self.finding(
+                    "load-copy",
+                    subject_of(section.name),
+                    f"{section.name} is loaded at [0x{section.lma:08x}, "
+                    f"0x{section.lma + section.size:08x}), outside the load memory "
+                    f"{self.load.name}",
+                )
+        yield from _overlaps(self._occupied(), self.finding)
+
+    def _occupied(self) -> list[tuple[str, int, int]]:
+        """What the image takes: every section where it runs, and every load copy."""
+        spans = [(s.name, s.address, s.end) for s in self.image.sections]
+        spans += [
+            (f"{s.name} (load copy)", s.lma, s.lma + s.size)
+            for s in self.image.sections
+            if s.copied
+        ]
+        return spans
+
+    def _check_copies(self) -> Iterator[Finding]:
+        """Each section loaded apart from where it runs is in the reset handler's copy table,
+        from its load copy, to its address, whole; and the table copies nothing else."""
+        table = self._copy_table()
+        if table is None:
+            return
+        entries = {to: (source, size) for source, to, size in table if size}
+        for section in self.image.sections:
+            entry = entries.pop(section.address, None)
+            if entry is None:
+                if section.copied:
+                    yield self.finding(
+                        "load-copy",
+                        subject_of(section.name),
+                        f"{section.name} runs at 0x{section.address:08x} but the reset handler "
+                        f"never copies it from its load copy at 0x{section.lma:08x}",
+                    )
+            elif entry != (section.lma, section.size):
+                yield self.finding(
+                    "load-copy",
+                    subject_of(section.name),
+                    f"the reset handler copies {entry[1]} bytes from 0x{entry[0]:08x} to "
+                    f"{section.name}, but its load copy is {section.size} bytes at "
+                    f"0x{section.lma:08x}",
+                )
+        for to, (source, size) in sorted(entries.items()):
+            yield self.finding(
+                "load-copy",
+                f"0x{to:08x}",
+                f"the reset handler copies {size} bytes from 0x{source:08x} to "
+                f"0x{to:08x}, where the image has no section",
+            )
+
+    def _copy_table(self) -> list[tuple[int, int, int]] | None:
+        start = self.image.get_symbol("__memplace_copy_table_start")
+        end = self.image.get_symbol("__memplace_copy_table_end")
+        if start is None or end is None or end.address < start.address:
+            return None
+        data = self.image.read(start.address, end.address - start.address)
+        if data is None:
+            return [] if end.address == start.address else None
+        words = struct.unpack(f"<{len(data) // 4}I", data[: len(data) // 4 * 4])
+        return [(words[i], words[i + 1], words[i + 2]) for i in range(0, len(words) - 2, 3)]
 
 
-def _check_constants(
-    project: Project, pool: str, image: _Image, section: _Section, pool_address: int
+def _overlaps(
+    spans: Iterable[tuple[str, int, int]], finding: Any, subject_prefix: str = ""
 ) -> Iterator[Finding]:
-    data = image.data.get(section.name, b"")
-    for placement in project.plan.in_place(pool):
-        expected = project.checksums.get(placement.name)
-        if expected is None:
-            continue
-        start = pool_address - section.address + placement.offset
-        if fnv1a(data[start : start + placement.size]) != expected:
-            yield Finding(
-                "contents",
-                placement.name,
-                "the constant's bytes in the image differ from the workload's",
-            )
-
-
-def _check_sections(image: _Image, memories: list[_Range]) -> Iterator[Finding]:
-    ordered = sorted(image.sections, key=lambda s: s.address)
-    for section in ordered:
-        if not any(m.holds(section.address, section.size) for m in memories):
-            yield Finding(
-                "memory",
-                section.name,
-                f"[0x{section.address:08x}, 0x{section.address + section.size:08x}) "
-                f"lies outside every memory the core reaches",
-            )
-    for low, high in itertools.pairwise(ordered):
-        if high.address < low.address + low.size:
-            yield Finding(
+    """Every pair of spans that share a byte."""
+    ordered = sorted((s for s in spans if s[2] > s[1]), key=lambda s: (s[1], s[2], s[0]))
+    active: list[tuple[str, int, int]] = []
+    for name, start, end in ordered:
+        active = [a for a in active if a[2] > start]
+        for other, other_start, other_end in active:
+            yield finding(
                 "overlap",
-                f"{low.name}/{high.name}",
-                f"{low.name} ends at 0x{low.address + low.size:08x}, after "
-                f"{high.name} starts at 0x{high.address:08x}",
+                f"{subject_prefix}{other}/{name}",
+                f"{other} [0x{other_start:08x}, 0x{other_end:08x}) overlaps "
+                f"{name} [0x{start:08x}, 0x{end:08x})",
+            )
+        active.append((name, start, end))
+
+
+def _check_shared(project: Project, images: Mapping[str, Image]) -> Iterator[Finding]:
+    """Memories several images use: one address for each pool, and no private section of
+    one image on top of another image's."""
+    board = project.board
+    if len(images) < 2:
+        return
+    for memory, data in board["memories"].items():
+        cores = [core for core in images if core in data["access"]]
+        if len(cores) < 2:
+            continue
+        yield from _check_shared_memory(project, memory, cores, images)
+
+
+def _check_shared_memory(
+    project: Project, memory: str, cores: list[str], images: Mapping[str, Image]
+) -> Iterator[Finding]:
+    board = project.board
+    data = board["memories"][memory]
+    spans: dict[tuple[str, int, int], list[str]] = {}
+    for core in cores:
+        shift = view_shift(board, core, memory)
+        start, end = data["origin"] + shift, data["origin"] + shift + data["size"]
+        for section in images[core].sections:
+            if start <= section.address < end:
+                key = (section.name, section.address - shift, section.end - shift)
+                spans.setdefault(key, []).append(core)
+    # The same section at the same system addresses in several images is one thing (a pool
+    # every image places alike); anything else sharing a byte is a clash.
+    named = [(f"{name} of {'+'.join(owners)}", lo, hi) for (name, lo, hi), owners in spans.items()]
+    for item in _overlaps(named, Finding, subject_prefix=f"{memory}: "):
+        yield Finding("shared", item.subject, f"in shared memory {memory}: {item.message}")
+    for pool in project.plan.pools:
+        if pool.memory != memory or not pool.used:
+            continue
+        name = f"{project.plan.workload}_pool_{pool.name}"
+        seen = {}
+        for core in cores:
+            symbol = images[core].get_symbol(name)
+            if symbol is not None:
+                seen[core] = symbol.address - view_shift(board, core, memory)
+        if len(set(seen.values())) > 1:
+            where = ", ".join(f"0x{address:08x} in {core}" for core, address in seen.items())
+            yield Finding(
+                "shared",
+                pool.name,
+                f"{name} has different system addresses in the images: {where}",
             )

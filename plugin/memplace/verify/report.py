@@ -6,23 +6,69 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+# Every check verification runs, with what it holds to: the rules of the SARIF report and
+# the test cases of the JUnit one.
+CHECKS = {
+    "placement": "every pool and stack is in its section and memory, at its planned address",
+    "alignment": "every pool, buffer, constant and stack is aligned as planned",
+    "contents": "every constant holds the workload's bytes",
+    "load-copy": "what runs from RAM or TCM has its load copy in the load memory, and is copied",
+    "memory": "every section lies inside a memory the core reaches, clear of planned areas",
+    "overlap": "no two allocated sections (or load copies) share a byte",
+    "shared": "a memory several images use holds the same addresses in each, and no clashes",
+    "stack-unbounded": "every stack has a static bound: no unbounded recursion, indirect call "
+    "or dynamic frame",
+    "stack-bound": "the static stack bound fits the stack budget",
+    "stack-analysis": "the measured high-water mark does not exceed the static bound",
+    "stack-budget": "the measured high-water mark stays under the stack budget",
+    "run": "the run on the target passed every check of the exerciser",
+}
+
 
 @dataclass(frozen=True)
 class Finding:
-    """One way the firmware disagrees with the plan or a budget."""
+    """One way the firmware disagrees with the plan or a budget. `file` (and `line`) say
+    where, when a file is to blame: an image, or a source line."""
 
     check: str
     subject: str
     message: str
+    file: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"check": self.check, "subject": self.subject}
+        data["message"] = self.message
+        if self.file is not None:
+            data["file"] = self.file
+        if self.line is not None:
+            data["line"] = self.line
+        return data
 
 
 @dataclass(frozen=True)
 class StackReport:
+    """One stack: its budget, the bytes planned on it, the static bound (None when
+    unbounded) with the call path that reaches it, and the measured high-water mark."""
+
     context: str
     budget: int
     planned: int
     static_bound: int | None = None
     measured: int | None = None
+    path: tuple[str, ...] = ()
+    interrupts: tuple[tuple[str, int | None], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "context": self.context,
+            "budget": self.budget,
+            "static_bound": self.static_bound,
+            "measured": self.measured,
+            "planned": self.planned,
+            "path": list(self.path),
+            "interrupts": [{"context": name, "bytes": cost} for name, cost in self.interrupts],
+        }
 
 
 @dataclass(frozen=True)
@@ -37,20 +83,8 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
-            "findings": [
-                {"check": f.check, "subject": f.subject, "message": f.message}
-                for f in self.findings
-            ],
-            "stacks": [
-                {
-                    "context": s.context,
-                    "budget": s.budget,
-                    "static_bound": s.static_bound,
-                    "measured": s.measured,
-                    "planned": s.planned,
-                }
-                for s in self.stacks
-            ],
+            "findings": [f.to_json() for f in self.findings],
+            "stacks": [s.to_json() for s in self.stacks],
         }
 
     def dumps(self) -> str:
@@ -60,10 +94,16 @@ class Report:
         lines = []
         for stack in self.stacks:
             measured = "-" if stack.measured is None else str(stack.measured)
+            bound = "unbounded" if stack.static_bound is None else f"{stack.static_bound}"
             lines.append(
                 f"stack {stack.context}: measured {measured} of {stack.budget} bytes "
-                f"(planned buffers {stack.planned})"
+                f"(planned buffers {stack.planned}), static bound {bound}"
             )
+            if stack.path and stack.static_bound is not None:
+                lines.append(f"  deepest path: {' > '.join(stack.path)}")
+            for name, cost in stack.interrupts:
+                shown = "unbounded" if cost is None else f"{cost} bytes"
+                lines.append(f"  ISR {name} lands on it: {shown} with its exception frame")
         for finding in self.findings:
             lines.append(f"FAIL {finding.check} {finding.subject}: {finding.message}")
         lines.append("verify: ok" if self.ok else f"verify: {len(self.findings)} finding(s)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_FAIL = re.compile(r"^memplace: fail (buffer|constant|isr) (\w+) step (\d+)$")
+_FAIL = re.compile(r"^memplace: fail (buffer|constant|isr|core|arena) (\w+) step (\d+)$")
 _STACK = re.compile(r"^memplace: stack (\w+) used (\d+) budget (\d+)$")
 _FAULT = re.compile(r"^memplace: fault exception (\d+)$")
 _RESULT = re.compile(r"^memplace: result (pass|fail)$")

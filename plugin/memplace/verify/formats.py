@@ -1,0 +1,142 @@
+"""The report in the formats CI systems read: JUnit XML and SARIF 2.1.0.
+
+JUnit: one test suite; a check without findings is one passing test case, a check with
+findings has one failing test case per finding, and each stack is a test case of its own
+carrying its bound and its measured mark. SARIF: one run of the tool `memplace`, one rule
+per check, one result (level error) per finding, located in the file to blame.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from importlib import metadata
+from pathlib import Path
+
+from memplace.errors import InputError
+from memplace.verify.report import CHECKS, Report
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+INFORMATION_URI = "https://github.com/memplace/memplace"
+
+
+def to_junit(report: Report, name: str = "memplace verify") -> str:
+    suite = ET.Element("testsuite", name=name)
+    cases = 0
+    failures = 0
+    for check, holds in CHECKS.items():
+        found = [f for f in report.findings if f.check == check]
+        if not found:
+            ET.SubElement(suite, "testcase", classname=f"memplace.{check}", name=holds)
+            cases += 1
+        for finding in found:
+            case = ET.SubElement(
+                suite, "testcase", classname=f"memplace.{check}", name=finding.subject
+            )
+            failure = ET.SubElement(case, "failure", message=finding.message, type=check)
+            failure.text = f"{finding.subject}: {finding.message}"
+            cases += 1
+            failures += 1
+    for finding in report.findings:
+        if finding.check not in CHECKS:
+            case = ET.SubElement(
+                suite, "testcase", classname=f"memplace.{finding.check}", name=finding.subject
+            )
+            ET.SubElement(case, "failure", message=finding.message, type=finding.check)
+            cases += 1
+            failures += 1
+    for stack in report.stacks:
+        case = ET.SubElement(
+            suite, "testcase", classname="memplace.stack", name=f"stack {stack.context}"
+        )
+        bound = "unbounded" if stack.static_bound is None else str(stack.static_bound)
+        measured = "not measured" if stack.measured is None else str(stack.measured)
+        out = ET.SubElement(case, "system-out")
+        out.text = (
+            f"budget {stack.budget}, planned {stack.planned}, static bound {bound}, "
+            f"measured {measured}"
+        )
+        if any(f.subject == stack.context and f.check.startswith("stack") for f in report.findings):
+            ET.SubElement(case, "failure", message="see the stack findings", type="stack")
+            failures += 1
+        cases += 1
+    suite.set("tests", str(cases))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suites = ET.Element("testsuites", tests=str(cases), failures=str(failures), errors="0")
+    suites.append(suite)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def to_sarif(report: Report) -> str:
+    rules = [
+        {
+            "id": check,
+            "name": "".join(part.capitalize() for part in check.split("-")),
+            "shortDescription": {"text": holds},
+            "defaultConfiguration": {"level": "error"},
+        }
+        for check, holds in CHECKS.items()
+    ]
+    index = {check: n for n, check in enumerate(CHECKS)}
+    results = []
+    for finding in report.findings:
+        result: dict[str, object] = {
+            "ruleId": finding.check,
+            "level": "error",
+            "message": {"text": f"{finding.subject}: {finding.message}"},
+            "locations": [_location(finding.file or "memplace.json", finding.line)],
+            "properties": {"subject": finding.subject},
+        }
+        if finding.check in index:
+            result["ruleIndex"] = index[finding.check]
+        results.append(result)
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "memplace",
+                        "version": _version(),
+                        "informationUri": INFORMATION_URI,
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2) + "\n"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("memplace")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+def _location(file: str, line: int | None) -> dict[str, object]:
+    physical: dict[str, object] = {"artifactLocation": {"uri": Path(file).as_posix()}}
+    if line is not None and line > 0:
+        physical["region"] = {"startLine": line}
+    return {"physicalLocation": physical}
+
+
+def write_reports(report: Report, junit: Path | None = None, sarif: Path | None = None) -> None:
+    """Write the report as JUnit XML to `junit` and as SARIF to `sarif` (each if given)."""
+    if junit is not None:
+        _write(junit, to_junit(report), "--junit")
+    if sarif is not None:
+        _write(sarif, to_sarif(report), "--sarif")
+
+
+def _write(path: Path, text: str, option: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}", key=option) from exc

@@ -1,0 +1,515 @@
+"""Stack frames and calls of every function of an image, read from its disassembly.
+
+This covers code that GCC's `-fstack-usage` never saw (newlib, libgcc, hand-written
+assembly) and checks the code it did see: the walk follows the stack pointer through
+every path of a function (pushes, `sub sp`, frame-pointer restores, returns inside IT
+blocks), so a frame is the deepest the function itself takes the stack, and each call is
+known with the depth its caller had reached at that instruction.
+
+Depths are bytes below the stack pointer at the function's entry. Where the walk cannot
+tell (a stack pointer loaded from memory, a `sub sp, rN` of unknown size) it says so, and
+the bound built on it is unbounded until a hint bounds it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from memplace.verify.image import Function
+
+# Visits of one instruction after which a stack pointer that still moves is taken to
+# grow in a loop (an alloca in a loop, or a push without its pop).
+MAX_VISITS = 64
+
+_LINE = re.compile(r"^\s*([0-9a-f]+):\t(\S+)(?:\t(.*))?$")
+_TARGET = re.compile(r"\b([0-9a-f]+) <[^>]*>\s*$")
+_LITERAL = re.compile(r"@ \(?([0-9a-f]+) <")
+_CONDITIONS = frozenset(
+    "eq ne cs hs cc lo mi pl vs vc hi ls ge lt gt le al".split()  # noqa: SIM905
+)
+_BASES = frozenset(
+    """b bl blx bx cbz cbnz tbb tbh pop push ldm ldmia ldmfd stmdb stmfd ldr ldrd str strd
+    add addw sub subw mov vpush vpop vstmdb vldmia udf msr""".split()  # noqa: SIM905
+)
+_BRANCHES = frozenset(("b", "bl", "blx", "bx", "cbz", "cbnz", "tbb", "tbh"))
+# Instructions whose first operand is not written (besides the branches).
+_NO_DESTINATION = (
+    "str",
+    "stm",
+    "push",
+    "cmp",
+    "cmn",
+    "tst",
+    "teq",
+    "vstr",
+    "vstm",
+    "vpush",
+    "vcmp",
+    "pld",
+    "pli",
+    "it",
+    "nop",
+    "dmb",
+    "dsb",
+    "isb",
+    "bkpt",
+    "svc",
+    "msr",
+    "cps",
+    "wf",
+    "sev",
+    "udf",
+)
+_TWO_DESTINATIONS = ("ldrd", "ldrexd", "umull", "smull", "umlal", "smlal", "vmov")
+_DATA = (".word", ".short", ".byte", ".2byte", ".4byte")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    address: int
+    mnemonic: str  # as objdump prints it, lower case: "push", "ldr.w", "popeq"
+    operands: str = ""
+    comment: str = ""
+
+    @property
+    def is_data(self) -> bool:
+        return self.mnemonic.startswith(_DATA)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call (or a tail call) made at `address` with `depth` bytes of the caller's frame on
+    the stack; `target` is None for an indirect call."""
+
+    address: int
+    depth: int
+    target: int | None
+    tail: bool = False
+    dynamic: bool = False  # made while a dynamic allocation (alloca, VLA) is on the stack
+    location: str | None = None  # source file:line of an indirect call, where known
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What one function does to the stack by itself."""
+
+    function: Function
+    size: int
+    calls: tuple[Call, ...] = ()
+    dynamic: tuple[int, ...] = ()  # addresses of `sub sp, rN` (alloca, VLAs)
+    unknown: str | None = None  # why the stack pointer could not be followed
+
+    @property
+    def name(self) -> str:
+        return self.function.name
+
+
+def parse_objdump(text: str) -> list[Instruction]:
+    """The instructions (and data words) of `objdump -d --no-show-raw-insn` output."""
+    instructions = []
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if not match:
+            continue
+        rest = match[3] or ""
+        operands, _, comment = rest.partition("\t@")
+        if not comment and " @ " in operands:
+            operands, _, comment = operands.partition(" @ ")
+        instructions.append(
+            Instruction(
+                address=int(match[1], 16),
+                mnemonic=match[2].lower(),
+                operands=operands.strip(),
+                comment=("@" + comment).strip() if comment else "",
+            )
+        )
+    instructions.sort(key=lambda i: i.address)
+    return instructions
+
+
+ReadWord = Callable[[int], int | None]
+
+
+def read_frames(
+    functions: Iterable[Function], instructions: Sequence[Instruction], read_word: ReadWord
+) -> dict[int, Frame]:
+    """The frame of every function, by its address."""
+    addresses = [i.address for i in instructions]
+    frames = {}
+    for function in functions:
+        low = bisect.bisect_left(addresses, function.address)
+        high = bisect.bisect_left(addresses, function.end)
+        frames[function.address] = _Walker(function, instructions[low:high], read_word).walk()
+    return frames
+
+
+@dataclass(frozen=True)
+class _State:
+    depth: int
+    # Registers known to hold a stack address, as a depth: a frame pointer.
+    pointers: tuple[tuple[str, int], ...] = ()
+    dynamic: bool = False
+
+    def join(self, other: _State) -> _State:
+        mine, theirs = dict(self.pointers), dict(other.pointers)
+        pointers = tuple(sorted((r, max(v, theirs[r])) for r, v in mine.items() if r in theirs))
+        return _State(max(self.depth, other.depth), pointers, self.dynamic or other.dynamic)
+
+    def pointer(self, register: str) -> int | None:
+        return dict(self.pointers).get(register)
+
+    def with_pointer(self, register: str, depth: int | None) -> _State:
+        pointers = {r: v for r, v in self.pointers if r != register}
+        if depth is not None:
+            pointers[register] = depth
+        return _State(self.depth, tuple(sorted(pointers.items())), self.dynamic)
+
+    def without(self, registers: Iterable[str]) -> _State:
+        gone = set(registers)
+        if not gone.intersection(r for r, _ in self.pointers):
+            return self
+        return _State(self.depth, tuple(p for p in self.pointers if p[0] not in gone), self.dynamic)
+
+
+@dataclass
+class _Walker:
+    function: Function
+    code: Sequence[Instruction]
+    read_word: ReadWord
+    states: list[_State | None] = field(default_factory=list)
+    visits: list[int] = field(default_factory=list)
+    calls: dict[int, Call] = field(default_factory=dict)
+    dynamic: set[int] = field(default_factory=set)
+    tables: list[_State] = field(default_factory=list)
+    deepest: int = 0
+    unknown: str | None = None
+
+    def walk(self) -> Frame:
+        self.index = {insn.address: n for n, insn in enumerate(self.code)}
+        self.popped = _popped_registers(self.code)
+        self.targets = {t for insn in self.code if (t := _target(insn)) is not None}
+        self.states = [None] * len(self.code)
+        self.visits = [0] * len(self.code)
+        if self.code:
+            self._run([(0, _State(0))])
+        # A jump table's targets are in data the disassembly does not follow: every
+        # instruction not reached otherwise is taken as one of them.
+        while self.tables and self.unknown is None:
+            seed = self.tables[0]
+            for state in self.tables[1:]:
+                seed = seed.join(state)
+            self.tables = []
+            pending = [
+                (n, seed)
+                for n, insn in enumerate(self.code)
+                if self.states[n] is None and not insn.is_data
+            ]
+            if not pending:
+                break
+            self._run(pending)
+        return Frame(
+            function=self.function,
+            size=self.deepest,
+            calls=tuple(self.calls[a] for a in sorted(self.calls)),
+            dynamic=tuple(sorted(self.dynamic)),
+            unknown=self.unknown,
+        )
+
+    def _run(self, work: list[tuple[int, _State]]) -> None:
+        while work and self.unknown is None:
+            at, state = work.pop()
+            old = self.states[at]
+            new = state if old is None else old.join(state)
+            if old == new:
+                continue
+            self.visits[at] += 1
+            if self.visits[at] > MAX_VISITS:
+                self.unknown = (
+                    f"the stack pointer keeps moving in a loop at 0x{self.code[at].address:x}"
+                )
+                return
+            self.states[at] = new
+            self.deepest = max(self.deepest, new.depth)
+            for successor in self._step(at, new):
+                if 0 <= successor[0] < len(self.code) and not self.code[successor[0]].is_data:
+                    work.append(successor)
+
+    def _step(self, at: int, state: _State) -> list[tuple[int, _State]]:
+        insn = self.code[at]
+        if insn.is_data:
+            return []
+        base, conditional = _split(insn.mnemonic)
+        operands = _operands(insn.operands)
+        after = self._effect(insn, base, operands, state)
+        if self.unknown is not None:
+            return []
+        self.deepest = max(self.deepest, after.depth)
+        next_ = at + 1
+        flow = self._flow(insn, base, operands, after)
+        if conditional and flow in ("return", "stop"):
+            return [(next_, state)]  # when the condition fails, the next one runs
+        if conditional and flow in ("next", "call"):
+            return [(next_, state.join(after))]
+        if flow == "next":
+            return [(next_, after)]
+        if flow == "branch":
+            target = self._local(insn, loop=True)
+            out = [] if target is None else [(target, after)]
+            if conditional or base in ("cbz", "cbnz"):
+                out.append((next_, after))
+            return out
+        if flow == "call":
+            return [(next_, after)]
+        return []
+
+    def _effect(self, insn: Instruction, base: str, ops: list[str], state: _State) -> _State:
+        """The state after `insn`'s effect on the stack pointer and frame pointers."""
+        first = ops[0] if ops else ""
+        if base in ("push", "vpush") or (base in ("stmdb", "stmfd", "vstmdb") and first == "sp!"):
+            return _State(state.depth + _list_bytes(insn.operands), state.pointers, state.dynamic)
+        if base in ("pop", "vpop") or (
+            base in ("ldm", "ldmia", "ldmfd", "vldmia") and first == "sp!"
+        ):
+            after = state.without(_registers(insn.operands))
+            return _State(after.depth - _list_bytes(insn.operands), after.pointers, after.dynamic)
+        if first == "sp" and base in ("sub", "subw", "add", "addw", "mov"):
+            return self._sp_arithmetic(insn, base, ops, state)
+        writeback = _writeback(insn.operands)
+        if writeback is not None:
+            state = _State(state.depth + writeback, state.pointers, state.dynamic)
+        if first == "sp" and not _writes_nothing(base):
+            return self._sp_loaded(insn, base, state)
+        if base in ("msr",) and first.lower() in ("msp", "psp"):
+            return _State(0, (), False)  # a switch of stacks: start counting again
+        return self._pointers(base, ops, state)
+
+    def _sp_arithmetic(self, insn: Instruction, base: str, ops: list[str], state: _State) -> _State:
+        source = ops[1] if len(ops) == 3 else "sp"
+        amount = ops[-1]
+        if base == "mov":
+            source, amount = ops[1] if len(ops) > 1 else "", "#0"
+        sign = 1 if base.startswith("sub") else -1
+        if source == "sp":
+            if amount.startswith("#"):
+                return _State(
+                    state.depth + sign * _immediate(amount), state.pointers, state.dynamic
+                )
+            if sign > 0:
+                self.dynamic.add(insn.address)
+                return _State(state.depth, state.pointers, True)
+            return state  # giving back a dynamic allocation: the depth stays an upper bound
+        pointer = state.pointer(source)
+        if pointer is None or not amount.startswith("#"):
+            self.unknown = (
+                f"the stack pointer is set from {source} at 0x{insn.address:x}, "
+                f"which does not hold a known stack address"
+            )
+            return state
+        return _State(pointer + sign * _immediate(amount), state.pointers, False)
+
+    def _sp_loaded(self, insn: Instruction, base: str, state: _State) -> _State:
+        if base == "ldr" and "[pc" in insn.operands:
+            return _State(0, (), False)  # `ldr sp, =top`: a stack (re)started at its top
+        self.unknown = (
+            f"the stack pointer is set by `{insn.mnemonic} {insn.operands}` at 0x{insn.address:x}"
+        )
+        return state
+
+    def _pointers(self, base: str, ops: list[str], state: _State) -> _State:
+        if not ops or _writes_nothing(base):
+            return state
+        if base.startswith(("ldm", "pop")):
+            return state.without(_registers(" ".join(ops)))
+        destination = ops[0].rstrip("!")
+        if base.startswith(_TWO_DESTINATIONS) and len(ops) > 1:
+            state = state.without([ops[1]])
+        if state.dynamic:
+            return state.with_pointer(destination, None)
+        if base == "mov" and len(ops) == 2 and ops[1] == "sp":
+            return state.with_pointer(destination, state.depth)
+        if base in ("add", "addw") and len(ops) == 3 and ops[1] == "sp" and ops[2].startswith("#"):
+            return state.with_pointer(destination, state.depth - _immediate(ops[2]))
+        return state.with_pointer(destination, None)
+
+    def _flow(self, insn: Instruction, base: str, ops: list[str], state: _State) -> str:
+        """next, branch, call, return or stop; records calls on the way."""
+        if base in ("b", "cbz", "cbnz"):
+            if self._local(insn, loop=True) is not None:
+                return "branch"
+            self._call(insn, state, _target(insn), tail=True)
+            return "branch" if base != "b" else "stop"
+        if base in ("bl", "blx"):
+            target = _target(insn)
+            if base == "blx" and target is None:
+                loaded = self._literal(insn, ops[0] if ops else "")
+                if loaded != 0:  # 0: a weak function no one defined, never called
+                    self._call(insn, state, None if loaded is None else loaded & ~1)
+                return "call"
+            if self._local(insn) is not None:
+                return "branch"  # a local subroutine: its pushes are walked as ours
+            self._call(insn, state, target)
+            return "call"
+        if base == "bx":
+            register = ops[0] if ops else ""
+            if register == "lr" or register in self.popped:
+                return "return"
+            self._call(insn, state, None, tail=True)
+            return "stop"
+        if base in ("pop",) or (base.startswith("ldm") and ops and ops[0] == "sp!"):
+            return "return" if "pc" in _registers(insn.operands) else "next"
+        if base in ("tbb", "tbh"):
+            self.tables.append(state)
+            return "stop"
+        if base == "udf":
+            return "stop"
+        if ops and ops[0] == "pc":
+            return self._pc_written(insn, base, ops, state)
+        return "next"
+
+    def _pc_written(self, insn: Instruction, base: str, ops: list[str], state: _State) -> str:
+        source = " ".join(ops[1:])
+        if base == "ldr" and source.startswith("[sp"):
+            return "return"
+        if base == "mov" and source == "lr":
+            return "return"
+        if base == "ldr" and re.fullmatch(r"\[pc(, #-?\d+)?\]", source):
+            literal = _LITERAL.search(insn.comment)
+            word = self.read_word(int(literal[1], 16)) if literal else None
+            # A veneer: a jump through a literal to a function out of `bl` range.
+            self._call(insn, state, None if word is None else word & ~1, tail=True)
+            return "stop"
+        if source.startswith("[pc") or base == "add":
+            self.tables.append(state)
+            return "stop"
+        self._call(insn, state, None, tail=True)
+        return "stop"
+
+    def _literal(self, insn: Instruction, register: str) -> int | None:
+        """The word `register` was loaded with from a literal pool in the same straight run
+        of code before `insn` (`ldr r3, [pc, #8]; blx r3` calls a known function, such as a
+        weak one); None when not known."""
+        at = self.index[insn.address]
+        for before in range(at - 1, max(at - 16, -1), -1):
+            previous = self.code[before]
+            base, _ = _split(previous.mnemonic)
+            ops = _operands(previous.operands)
+            if previous.is_data or base in _BRANCHES or base == "pop":
+                return None
+            if ops and ops[0] == register and not _writes_nothing(base):
+                literal = _LITERAL.search(previous.comment)
+                if base != "ldr" or not literal or not previous.operands.endswith("]"):
+                    return None
+                return self.read_word(int(literal[1], 16))
+            if previous.address in self.targets:
+                return None  # other paths join here
+        return None
+
+    def _call(
+        self, insn: Instruction, state: _State, target: int | None, tail: bool = False
+    ) -> None:
+        old = self.calls.get(insn.address)
+        depth = state.depth if old is None else max(old.depth, state.depth)
+        dynamic = state.dynamic or (old is not None and old.dynamic)
+        self.calls[insn.address] = Call(insn.address, depth, target, tail=tail, dynamic=dynamic)
+
+    def _local(self, insn: Instruction, loop: bool = False) -> int | None:
+        """The index of a branch target inside this function. A call (`loop` False) to the
+        function's own first instruction is recursion, not a branch."""
+        target = _target(insn)
+        if target is None or (target == self.function.address and not loop):
+            return None
+        return self.index.get(target)
+
+
+def _writes_nothing(base: str) -> bool:
+    return base in _BRANCHES or base.startswith(_NO_DESTINATION)
+
+
+def _split(mnemonic: str) -> tuple[str, bool]:
+    """("pop", True) for "popeq"; the width qualifier (.n, .w) dropped."""
+    name = mnemonic.split(".", 1)[0]
+    if name in _BASES:
+        return name, False
+    if len(name) > 2 and name[-2:] in _CONDITIONS and name[:-2] in _BASES:
+        return name[:-2], True
+    return name, False
+
+
+def _operands(text: str) -> list[str]:
+    """Top-level operands: "r0, [sp, #4]" → ["r0", "[sp, #4]"]; a register list is one."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+def _registers(text: str) -> list[str]:
+    """The registers of a register list "{r4, r5, d8-d9, lr}" (ranges expanded)."""
+    start, end = text.find("{"), text.find("}")
+    if start < 0 or end < start:
+        return []
+    names = []
+    for item in text[start + 1 : end].split(","):
+        item = item.strip()
+        if "-" in item:
+            low, high = item.split("-", 1)
+            bank = low.rstrip("0123456789")
+            names += [
+                f"{bank}{n}" for n in range(int(low[len(bank) :]), int(high[len(bank) :]) + 1)
+            ]
+        elif item:
+            names.append(item)
+    return names
+
+
+def _list_bytes(text: str) -> int:
+    return sum(
+        8 if name.startswith("d") else 16 if name.startswith("q") else 4
+        for name in _registers(text)
+    )
+
+
+def _writeback(text: str) -> int | None:
+    """Bytes a load or store with writeback moves the stack pointer down by."""
+    if match := re.search(r"\[sp, #(-?\d+)\]!", text):
+        return -int(match[1])
+    if match := re.search(r"\[sp\], #(-?\d+)", text):
+        return -int(match[1])
+    return None
+
+
+def _immediate(text: str) -> int:
+    value = text.lstrip("#").strip()
+    return int(value, 16) if value.lower().startswith(("0x", "-0x")) else int(value)
+
+
+def _target(insn: Instruction) -> int | None:
+    match = _TARGET.search(insn.operands)
+    return int(match[1], 16) if match else None
+
+
+def _popped_registers(code: Sequence[Instruction]) -> set[str]:
+    """Registers the function reloads from its stack: a `bx` through one is a return."""
+    popped: set[str] = set()
+    for insn in code:
+        base, _ = _split(insn.mnemonic)
+        ops = _operands(insn.operands)
+        if base == "pop" or (base.startswith("ldm") and ops and ops[0] == "sp!"):
+            popped.update(_registers(insn.operands))
+        elif base == "ldr" and re.search(r"\[sp\], #", insn.operands) and ops:
+            popped.add(ops[0])
+    popped.discard("pc")
+    return popped

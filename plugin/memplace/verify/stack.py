@@ -1,0 +1,531 @@
+"""Static worst-case stack bounds: per function from the call graph, per context with the
+exception frames and the nesting of the ISRs that land on its stack.
+
+For a function, the bound is the deepest its own frame goes, or the depth at one of its
+calls plus the callee's bound, whichever is more. A cycle of calls (recursion) with a
+hinted depth N costs N times the frames of every function on it, plus the costliest way
+out of it. An indirect call costs its costliest hinted target. What no hint bounds (an
+indirect call, recursion, a dynamic frame, a stack pointer the disassembly cannot
+follow) makes every bound that reaches it unbounded, and is reported with the call path.
+
+A context's bound adds, on the stack it owns: its root's bound (the reset handler for the
+context a core starts on), at least the bytes planned on that stack, and for every ISR
+that can land there an exception frame plus the ISR's own bound. ISRs nest by priority:
+a more urgent one (lower number) can preempt a less urgent one, so at most one ISR per
+priority level is active at once, and the worst case takes the costliest of each level.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memplace import process
+from memplace.build import BUILD_DIR
+from memplace.errors import ToolError
+from memplace.project import Project
+from memplace.verify.callgraph import CallGraph, merge, parse_ci, parse_su
+from memplace.verify.frames import parse_objdump, read_frames
+from memplace.verify.hints import StackHints, unknown_function
+from memplace.verify.image import Image, LineTable
+from memplace.verify.report import Finding
+
+# Bytes an exception entry pushes: r0-r3, r12, lr, pc, xPSR; with an active floating-point
+# context also s0-s15, FPSCR (and VPR on Armv8.1-M) and a reserved word.
+EXCEPTION_FRAME = 32
+EXCEPTION_FRAME_FP = 104
+# The frame is 8-byte aligned on entry: up to one more word.
+ENTRY_ALIGNMENT = 4
+FPU_CPUS = frozenset(
+    ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")
+)
+OBJDUMP = "arm-none-eabi-objdump"
+OBJDUMP_TIMEOUT = 120.0
+
+
+def exception_frame(core: Mapping[str, Any]) -> int:
+    """Bytes one exception entry can take on the stack it interrupts, on `core`."""
+    floating = core.get("float_abi", "soft") != "soft" and core.get("cpu") in FPU_CPUS
+    return (EXCEPTION_FRAME_FP if floating else EXCEPTION_FRAME) + ENTRY_ALIGNMENT
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What makes a bound unbounded, at one function."""
+
+    kind: str  # indirect, recursion, dynamic, unknown, missing
+    function: int
+    message: str
+    location: str | None = None
+
+
+@dataclass(frozen=True)
+class Bound:
+    bytes: int | None  # None: unbounded, see `problems`
+    path: tuple[str, ...] = ()  # the deepest call path, root first
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass
+class Analysis:
+    """Bounds of the functions of one call graph, under some hints."""
+
+    graph: CallGraph
+    hints: StackHints = field(default_factory=StackHints)
+
+    def __post_init__(self) -> None:
+        self.edges: dict[int, list[tuple[int, int]]] = {}  # caller → (depth, callee)
+        self.own: dict[int, list[Problem]] = {}
+        self.frames: dict[int, int] = {}
+        self.starts = sorted(self.graph.nodes)
+        for address, node in self.graph.nodes.items():
+            self._expand(address, node)
+        self.cost: dict[int, int | None] = {}
+        self.problems: dict[int, frozenset[Problem]] = {}
+        self.best: dict[int, int | None] = {}
+        self.recursion: dict[int, int] = {}  # member of a bounded cycle → depth
+        self._solve()
+
+    def _expand(self, address: int, node: Any) -> None:
+        names = node.function.names
+        problems = []
+        frame = node.frame
+        extra = 0
+        fixed = self.hints.frame_size(names)
+        if fixed is not None:
+            frame = fixed
+        elif node.unknown:
+            problems.append(Problem("unknown", address, f"in {node.name}: {node.unknown}"))
+        if node.dynamic and fixed is None:
+            size = self.hints.alloca_size(names)
+            if size is None:
+                where = ", ".join(node.dynamic)
+                problems.append(
+                    Problem(
+                        "dynamic",
+                        address,
+                        f"{node.name} allocates on the stack at run time ({where}); "
+                        f"bound it with an alloca hint",
+                    )
+                )
+            else:
+                extra = size
+        edges = []
+        for call in node.calls:
+            depth = (min(call.depth, frame) if fixed is not None else call.depth) + extra
+            if call.target is not None:
+                # A branch into another function's body (a shared error path, as libgcc's
+                # division takes) costs at most that whole function.
+                target = self._containing(call.target)
+                if target is not None:
+                    edges.append((depth, target))
+                else:
+                    problems.append(
+                        Problem(
+                            "missing",
+                            address,
+                            f"{node.name} calls 0x{call.target:x} at 0x{call.address:x}, "
+                            f"which is no function of the image",
+                        )
+                    )
+                continue
+            targets = self.hints.targets(names, call.location)
+            where = call.location or f"0x{call.address:x}"
+            if targets is None:
+                problems.append(
+                    Problem(
+                        "indirect",
+                        address,
+                        f"indirect call in {node.name} at {where} reaches functions no hint "
+                        f"names; list them in the stack hints (indirect_calls)",
+                        call.location,
+                    )
+                )
+                continue
+            for name in targets:
+                target = self.graph.by_name.get(name)
+                if target is not None:
+                    edges.append((depth, target))
+        self.edges[address] = edges
+        self.own[address] = problems
+        self.frames[address] = frame + extra
+
+    def _containing(self, address: int) -> int | None:
+        if address in self.graph.nodes:
+            return address
+        index = bisect.bisect_right(self.starts, address) - 1
+        if index >= 0 and address < self.graph.nodes[self.starts[index]].function.end:
+            return self.starts[index]
+        return None
+
+    def _solve(self) -> None:
+        for component in _components(self.edges):
+            members = set(component)
+            cyclic = len(component) > 1 or any(
+                target == component[0] for _, target in self.edges[component[0]]
+            )
+            problems: set[Problem] = set()
+            for member in component:
+                problems.update(self.own[member])
+                for _, target in self.edges[member]:
+                    if target not in members:
+                        problems.update(self.problems[target])
+            if cyclic:
+                self._solve_cycle(component, members, problems)
+                continue
+            address = component[0]
+            cost, best = self.frames[address], None
+            for depth, target in self.edges[address]:
+                callee = self.cost[target]
+                if callee is not None and depth + callee > cost:
+                    cost, best = depth + callee, target
+            self.problems[address] = frozenset(problems)
+            self.cost[address] = None if problems else cost
+            self.best[address] = best
+
+    def _solve_cycle(self, component: list[int], members: set[int], problems: set[Problem]) -> None:
+        names = tuple(n for m in component for n in self.graph.nodes[m].function.names)
+        depth = self.hints.recursion_depth(names)
+        if depth is None:
+            cycle = " > ".join(self._cycle(component))
+            problems.add(
+                Problem(
+                    "recursion",
+                    min(component),
+                    f"recursion {cycle} has no depth; bound it with a recursion hint",
+                )
+            )
+        trip = sum(self.frames[m] for m in component)
+        exit_cost, best = 0, None
+        for member in component:
+            for call_depth, target in self.edges[member]:
+                callee = self.cost.get(target) if target not in members else None
+                if callee is None:
+                    continue
+                over = call_depth - self.frames[member] + callee
+                if over > exit_cost:
+                    exit_cost, best = over, target
+        for member in component:
+            self.problems[member] = frozenset(problems)
+            self.cost[member] = None if problems or depth is None else depth * trip + exit_cost
+            self.best[member] = best
+            if depth is not None:
+                self.recursion[member] = depth
+
+    def _cycle(self, component: list[int]) -> list[str]:
+        """A cycle through the component's first function, by name."""
+        members = set(component)
+        start = component[0]
+        before: dict[int, int | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            at = queue.popleft()
+            for _, target in self.edges[at]:
+                if target == start:
+                    path: list[int] = []
+                    step: int | None = at
+                    while step is not None:
+                        path.append(step)
+                        step = before[step]
+                    return [self.graph.nodes[a].name for a in [*reversed(path), start]]
+                if target in members and target not in before:
+                    before[target] = at
+                    queue.append(target)
+        return [self.graph.nodes[start].name] * 2
+
+    def bound(self, root: int) -> Bound:
+        problems = tuple(sorted(self.problems[root], key=lambda p: (p.kind, p.message)))
+        return Bound(self.cost[root], self._path(root), problems)
+
+    def _path(self, root: int) -> tuple[str, ...]:
+        path: list[str] = []
+        seen: set[int] = set()
+        at: int | None = root
+        while at is not None and at not in seen:
+            seen.add(at)
+            name = self.graph.nodes[at].name
+            if at in self.recursion:
+                name += f" (recursion x{self.recursion[at]})"
+            path.append(name)
+            at = self.best.get(at)
+        return tuple(path)
+
+    def path_to(self, root: int, goal: int) -> tuple[str, ...]:
+        """The shortest call path from `root` to `goal`, by name."""
+        before: dict[int, int | None] = {root: None}
+        queue = deque([root])
+        while queue:
+            at = queue.popleft()
+            if at == goal:
+                break
+            for _, target in self.edges[at]:
+                if target not in before:
+                    before[target] = at
+                    queue.append(target)
+        if goal not in before:
+            return (self.graph.nodes[goal].name,)
+        path = []
+        step: int | None = goal
+        while step is not None:
+            path.append(self.graph.nodes[step].name)
+            step = before[step]
+        return tuple(reversed(path))
+
+
+def _components(edges: Mapping[int, list[tuple[int, int]]]) -> Iterator[list[int]]:
+    """Strongly connected components, callees before callers (Tarjan, without recursion)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    counter = 0
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(edges[start]))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for _, child in children:
+                if child not in edges:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges[child])))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                yield sorted(component)
+
+
+# --- contexts --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContextBound:
+    """The static bound of one stack, and what it is made of."""
+
+    context: str
+    bytes: int | None
+    path: tuple[str, ...] = ()
+    interrupts: tuple[tuple[str, int | None], ...] = ()  # (ISR context, its cost here)
+    findings: tuple[Finding, ...] = ()
+
+
+def graph_of(project: Project, core: str, image: Image) -> CallGraph:
+    """The merged call graph of one image of a built project."""
+    objdump = process.find_tool(OBJDUMP)
+    result = process.run([objdump, "-d", "--no-show-raw-insn", str(image.path)], OBJDUMP_TIMEOUT)
+    if result.returncode != 0:
+        raise ToolError(f"{OBJDUMP} could not read {image.path}:\n{result.output[-2000:]}")
+
+    def read_word(address: int) -> int | None:
+        data = image.read(address, 4)
+        return None if data is None else int(struct.unpack("<I", data)[0])
+
+    frames = read_frames(image.iter_functions(), parse_objdump(result.output), read_word)
+    build = project.folder / BUILD_DIR / "CMakeFiles" / f"{core}.dir"
+    units = (
+        [parse_ci(_read(p), str(p)) for p in sorted(build.rglob("*.ci"))] if build.is_dir() else []
+    )
+    su = (
+        [f for p in sorted(build.rglob("*.su")) for f in parse_su(_read(p))]
+        if build.is_dir()
+        else []
+    )
+    return merge(frames, units, su, LineTable(image.path))
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def check_hint_names(hints: StackHints, graphs: Iterable[CallGraph]) -> None:
+    known: set[str] = set()
+    for graph in graphs:
+        known.update(graph.by_name)
+    for name, mark in hints.names():
+        if name not in known:
+            raise unknown_function(name, mark, sorted(known))
+
+
+def context_bounds(
+    project: Project,
+    images: Mapping[str, Image],
+    graphs: Mapping[str, CallGraph],
+    hints: StackHints | None = None,
+) -> dict[str, ContextBound]:
+    """The static bound of every planned stack whose core's image is at hand."""
+    hints = hints or StackHints()
+    if hints.names():
+        check_hint_names(hints, graphs.values())
+    board = project.board
+    contexts = board["contexts"]
+    stacks = {s.context for s in project.plan.stacks}
+    analyses = {core: Analysis(graph, hints) for core, graph in graphs.items()}
+    results = {}
+    for stack in project.plan.stacks:
+        core = contexts[stack.context]["core"]
+        if core not in images:
+            continue
+        results[stack.context] = _context_bound(
+            project, stack, images[core], analyses[core], _landing(contexts, stacks)
+        )
+    return results
+
+
+def _landing(contexts: Mapping[str, Any], stacks: set[str]) -> dict[str, set[str]]:
+    """For each context, the stacks (by owning context) its frames land on."""
+    memo: dict[str, set[str]] = {}
+
+    def lands_on(name: str, seen: frozenset[str]) -> set[str]:
+        if name in stacks:
+            return {name}
+        if name in memo:
+            return memo[name]
+        found: set[str] = set()
+        for other in contexts[name].get("preempts", []):
+            if other not in seen:
+                found |= lands_on(other, seen | {name})
+        memo[name] = found
+        return found
+
+    return {name: lands_on(name, frozenset()) for name in contexts}
+
+
+def _context_bound(
+    project: Project, stack: Any, image: Image, analysis: Analysis, landing: Mapping[str, set[str]]
+) -> ContextBound:
+    contexts = project.board["contexts"]
+    context = contexts[stack.context]
+    core = project.board["cores"][context["core"]]
+    findings: list[Finding] = []
+    root = _root(image, analysis.graph, stack, context)
+    if root is None:
+        findings.append(
+            Finding(
+                "stack-unbounded",
+                stack.context,
+                f"its entry function {context.get('entry')}() is not in {image.path.name}",
+            )
+        )
+        own: Bound = Bound(None)
+    else:
+        own = analysis.bound(root)
+        findings += _problem_findings(stack.context, analysis, root, own)
+    total = None if own.bytes is None else max(own.bytes, stack.planned)
+    frame = exception_frame(core)
+    own_stacks = {s.context for s in project.plan.stacks}
+    levels: dict[int, list[int | None]] = {}
+    interrupts = []
+    for name, other in contexts.items():
+        if other.get("kind") != "isr" or stack.context not in landing.get(name, set()):
+            continue
+        if name in own_stacks:
+            cost: int | None = frame  # its handler runs on a stack of its own
+        else:
+            cost = _isr_cost(stack.context, name, other, image, analysis, findings, frame)
+        interrupts.append((name, cost))
+        levels.setdefault(int(other.get("priority", 0)), []).append(cost)
+    for costs in levels.values():
+        worst = None if None in costs else max(c for c in costs if c is not None)
+        total = None if total is None or worst is None else total + worst
+    return ContextBound(
+        context=stack.context,
+        bytes=total,
+        path=own.path if total is not None else (),
+        interrupts=tuple(interrupts),
+        findings=tuple(findings),
+    )
+
+
+def _isr_cost(
+    host: str,
+    name: str,
+    context: Mapping[str, Any],
+    image: Image,
+    analysis: Analysis,
+    findings: list[Finding],
+    frame: int,
+) -> int | None:
+    entry = context.get("entry", "")
+    root = analysis.graph.by_name.get(entry)
+    if root is None:
+        findings.append(
+            Finding(
+                "stack-unbounded",
+                host,
+                f"ISR context {name} lands on this stack, but its entry function {entry}() "
+                f"is not in {image.path.name}",
+            )
+        )
+        return None
+    bound = analysis.bound(root)
+    findings += _problem_findings(host, analysis, root, bound)
+    return None if bound.bytes is None else frame + bound.bytes
+
+
+def _root(image: Image, graph: CallGraph, stack: Any, context: Mapping[str, Any]) -> int | None:
+    """The reset handler for the context whose stack the vector table starts the core on;
+    the context's entry function for any other."""
+    symbol = image.get_symbol(f"memplace_stack_{stack.context}")
+    vectors = image.get_section(".vectors")
+    initial = image.read(vectors.address, 4) if vectors else None
+    if symbol is not None and initial is not None:
+        (sp,) = struct.unpack("<I", initial)
+        if sp == symbol.address + symbol.size and image.entry in graph.nodes:
+            return image.entry
+    return graph.by_name.get(str(context.get("entry", "main")))
+
+
+def _problem_findings(context: str, analysis: Analysis, root: int, bound: Bound) -> list[Finding]:
+    findings = []
+    for problem in bound.problems:
+        path = " > ".join(analysis.path_to(root, problem.function))
+        file, line = _file_line(problem.location)
+        findings.append(
+            Finding(
+                "stack-unbounded",
+                context,
+                f"{problem.message} (call path: {path})",
+                file=file,
+                line=line,
+            )
+        )
+    return findings
+
+
+def _file_line(location: str | None) -> tuple[str | None, int | None]:
+    if not location:
+        return None, None
+    parts = location.split(":")
+    if len(parts) >= 2 and parts[1].isdigit():
+        return parts[0], int(parts[1])
+    return location, None

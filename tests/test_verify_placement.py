@@ -1,0 +1,207 @@
+"""Placement checks on images built from data: two cores sharing a memory, the areas a
+plan reserves, the reset handler's copy table, and every finding at once."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+from memplace.planner.model import Plan, PoolUsage, StackUsage
+from memplace.project import Project
+from memplace.verify.elf import check_images
+from memplace.verify.image import Image, Section, Symbol
+
+# Two cores; `shared` is seen by cpu1 at another address (a view).
+BOARD: dict[str, Any] = {
+    "name": "two",
+    "cores": {
+        "cpu0": {"cpu": "cortex-m7", "float_abi": "soft", "layout": {"load": "flash0"}},
+        "cpu1": {"cpu": "cortex-m4", "float_abi": "soft", "layout": {"load": "flash1"}},
+    },
+    "memories": {
+        "flash0": {"origin": 0x0, "size": 0x10000, "access": ["cpu0"]},
+        "flash1": {"origin": 0x10000, "size": 0x10000, "access": ["cpu1"]},
+        "shared": {
+            "origin": 0x20000000,
+            "size": 0x10000,
+            "access": ["cpu0", "cpu1"],
+            "views": {"cpu1": 0x30000000},
+        },
+    },
+    "contexts": {
+        "main0": {"core": "cpu0", "kind": "thread"},
+        "main1": {"core": "cpu1", "kind": "thread"},
+    },
+}
+PLAN = Plan(
+    board="two",
+    workload="w",
+    algorithm="greedy-size",
+    steps=("0",),
+    pools=(PoolUsage("ws", "workspace", "shared", 0x20008000, 0x1000, 0x100, 0x100, True),),
+    placements=(),
+    stacks=(
+        StackUsage("main0", "shared", 0x2000F000, 0x800, 0),
+        StackUsage("main1", "shared", 0x2000F800, 0x800, 0),
+    ),
+)
+
+
+def project() -> Project:
+    return Project(
+        folder=Path("/p"),
+        project_type="exerciser",
+        board=BOARD,
+        plan=PLAN,
+        images={"cpu0": Path("/p/build/cpu0.elf"), "cpu1": Path("/p/build/cpu1.elf")},
+        checksums={},
+    )
+
+
+def image(core: str, sections: list[Section], symbols: list[Symbol], **extra: Any) -> Image:
+    return Image(Path(f"/p/build/{core}.elf"), tuple(sections), tuple(symbols), **extra)
+
+
+def stack(context: str, address: int) -> tuple[Section, Symbol]:
+    name = f".memplace.stack.{context}"
+    return (
+        Section(name, address, 0x800, nobits=True),
+        Symbol(f"memplace_stack_{context}", address, 0x800, "object", section=name),
+    )
+
+
+def good_images() -> dict[str, Image]:
+    stack0, symbol0 = stack("main0", 0x2000F000)
+    stack1, symbol1 = stack("main1", 0x3000F800)
+    pool = Section(".memplace.pool.ws", 0x20008000, 0x100, nobits=True)
+    return {
+        "cpu0": image(
+            "cpu0",
+            [
+                Section(".text", 0x0, 0x400, executable=True),
+                Section(".data", 0x20000000, 0x40, load_address=0x400, writable=True),
+                pool,
+                stack0,
+            ],
+            [
+                Symbol("w_pool_ws", 0x20008000, 0x100, "object", section=".memplace.pool.ws"),
+                symbol0,
+            ],
+        ),
+        "cpu1": image(
+            "cpu1",
+            [Section(".text", 0x10000, 0x400, executable=True), stack1],
+            # The pool's storage is cpu0's; cpu1's linker script only names its address.
+            [Symbol("w_pool_ws", 0x30008000, 0, "notype"), symbol1],
+        ),
+    }
+
+
+def findings(images: dict[str, Image]) -> list[tuple[str, str, str]]:
+    return [(f.check, f.subject, f.message) for f in check_images(project(), images)]
+
+
+def test_two_images_that_agree_hold() -> None:
+    assert findings(good_images()) == []
+
+
+def test_a_private_section_on_top_of_another_images_section_is_a_clash() -> None:
+    images = good_images()
+    cpu1 = images["cpu1"]
+    images["cpu1"] = image(
+        "cpu1",
+        [*cpu1.sections, Section(".bss", 0x30000020, 0x40, nobits=True, writable=True)],
+        list(cpu1.symbols),
+    )
+    found = findings(images)
+    assert [(check, subject) for check, subject, _ in found] == [
+        ("shared", "shared: .data of cpu0/.bss of cpu1")
+    ]
+    assert "in shared memory shared" in found[0][2]
+
+
+def test_a_shared_pool_at_two_addresses_is_caught_in_both_ways() -> None:
+    images = good_images()
+    cpu1 = images["cpu1"]
+    images["cpu1"] = image(
+        "cpu1",
+        list(cpu1.sections),
+        [Symbol("w_pool_ws", 0x30008040, 0, "notype"), cpu1.symbols[1]],
+    )
+    found = findings(images)
+    assert ("placement", "ws", "w_pool_ws is at 0x30008040, the plan says 0x30008000") in found
+    assert any(
+        check == "shared" and subject == "ws" and "0x20008000 in cpu0, 0x20008040 in cpu1" in text
+        for check, subject, text in found
+    )
+
+
+def test_an_image_growing_into_a_planned_area_overflows() -> None:
+    images = good_images()
+    cpu0 = images["cpu0"]
+    sections = [s for s in cpu0.sections if s.name != ".data"]
+    grown = Section(".data", 0x20000000, 0x8100, load_address=0x400, writable=True)
+    images["cpu0"] = image("cpu0", [*sections, grown], list(cpu0.symbols))
+    found = findings(images)
+    assert any(
+        check == "memory" and subject == ".data" and "runs into the area of pool ws" in text
+        for check, subject, text in found
+    )
+    assert any(check == "overlap" for check, _, _ in found)
+
+
+def test_the_copy_table_must_copy_each_load_copy_whole() -> None:
+    images = good_images()
+    cpu0 = images["cpu0"]
+    table = struct.pack("<3I", 0x404, 0x20000000, 0x40)  # from the wrong place
+    sections = [*cpu0.sections, Section(".memplace.copy_table", 0x500, 12)]
+    symbols = [
+        *cpu0.symbols,
+        Symbol("__memplace_copy_table_start", 0x500, 0, "notype", section=".memplace.copy_table"),
+        Symbol("__memplace_copy_table_end", 0x50C, 0, "notype", section=".memplace.copy_table"),
+    ]
+    images["cpu0"] = image("cpu0", sections, symbols, contents={".memplace.copy_table": table})
+    assert findings(images) == [
+        (
+            "load-copy",
+            ".data",
+            "the reset handler copies 64 bytes from 0x00000404 to .data, but its load copy "
+            "is 64 bytes at 0x00000400",
+        )
+    ]
+    empty = {".memplace.copy_table": b""}
+    images["cpu0"] = image(
+        "cpu0",
+        [*cpu0.sections, Section(".memplace.copy_table", 0x500, 0)],
+        [*symbols[:-1], Symbol("__memplace_copy_table_end", 0x500, 0, "notype")],
+        contents=empty,
+    )
+    assert [(c, s) for c, s, _ in findings(images)] == [("load-copy", ".data")]
+
+
+def test_every_finding_is_reported_not_the_first() -> None:
+    images = good_images()
+    images["cpu0"] = image(
+        "cpu0",
+        [
+            Section(".text", 0x0, 0x400, executable=True),
+            Section(".data", 0x20000000, 0x40, load_address=0x30000, writable=True),
+            Section(".memplace.pool.ws", 0x20008004, 0x100),  # moved and given bytes
+            Section(".memplace.stack.main0", 0x2000F000, 0x800),
+            Section(".rogue", 0x90000000, 0x10),
+        ],
+        [
+            Symbol("w_pool_ws", 0x20008004, 0x80, "object", section=".memplace.pool.ws"),
+            Symbol("memplace_stack_main0", 0x2000F000, 0x800, "object", section=".bss"),
+        ],
+    )
+    found = {(check, subject) for check, subject, _ in findings(images)}
+    assert found >= {
+        ("placement", "ws"),  # address, size, bytes in the image
+        ("alignment", "ws"),
+        ("placement", "main0.stack"),  # in the wrong section, taking bytes
+        ("load-copy", ".data"),  # loaded outside flash0
+        ("load-copy", "ws"),
+        ("memory", ".rogue"),
+    }
