@@ -7,15 +7,18 @@ from pathlib import Path
 
 from memplace import process
 from memplace.errors import InputError
-from memplace.runners.base import Runner, RunResult
+from memplace.runners.base import Capabilities, Runner, RunResult
 
 EXECUTABLE = "qemu-system-arm"
 
 
 class QemuRunner(Runner):
     name = "qemu"
+    executable = EXECUTABLE
+    capabilities = Capabilities(run=True)
 
     def __init__(self, machine: str) -> None:
+        super().__init__()
         self.machine = machine
 
     def command(self, images: Mapping[str, Path]) -> list[str]:
@@ -47,3 +50,11 @@ class QemuRunner(Runner):
         argv[0] = process.find_tool(EXECUTABLE)
         completed = process.run(argv, timeout=timeout)
         return RunResult(exit_code=completed.returncode, output=completed.output)
+
+    def start(self, images: Mapping[str, Path]) -> process.Running:
+        """Start the images and leave them running: the firmware's console is QEMU's stdin
+        (semihosting SYS_READ on ":tt") and its stdout and stderr (semihosting writes;
+        QEMU 7.2 sends SYS_WRITE0 and SYS_WRITEC to stderr, SYS_WRITE on ":tt" to stdout)."""
+        argv = self.command(images)
+        argv[0] = process.find_tool(EXECUTABLE)
+        return process.start(argv)

@@ -1,0 +1,256 @@
+"""memplace behind the Project API: the handler that does the work of each method, and
+`serve`, which runs a server on two file descriptors (`memplace serve`).
+
+A server is a template for a board (`--board`) until it generates a project, and from
+then on serves that project; `--project DIR` starts it on a project generated earlier.
+memplace's own errors travel as -32000 errors named by their class, with the message,
+exit code and structured fields (key, file, line, column, buffer, shortfalls) in `data`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from memplace import options as project_options
+from memplace import resources, workflow
+from memplace.board import Board, load_board
+from memplace.build import build
+from memplace.errors import InputError, MemplaceError
+from memplace.project import Project
+from memplace.project_api.archive import unpack_archive
+from memplace.project_api.server import Server, TransportClosedError
+from memplace.project_api.transport import ConsoleTransport
+from memplace.runners import FlashRequest, QemuRunner, default_runner
+from memplace.scopes import valid_scopes
+from memplace.workload import load_workload
+
+log = logging.getLogger("memplace.project_api")
+
+PLATFORM_NAME = "memplace"
+# What a TVM session on the transport may expect of a firmware under QEMU, in seconds.
+TIMEOUTS = {
+    "session_start_retry_timeout_sec": 2.0,
+    "session_start_timeout_sec": 10.0,
+    "session_established_timeout_sec": 10.0,
+}
+_ARCHIVE_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz")
+
+
+def describe(exc: BaseException) -> dict[str, Any] | None:
+    """The `data` of the -32000 error an exception travels as; None for a bug. memplace's
+    own errors travel, and so do those of the file system (`OSError` and its kin)."""
+    if isinstance(exc, OSError):
+        return {"message": str(exc), "errno": exc.errno}
+    if not isinstance(exc, MemplaceError):
+        return None
+    data: dict[str, Any] = {"message": str(exc), "exit_code": exc.exit_code}
+    mark = getattr(exc, "mark", None)
+    if mark is not None:
+        data.update(file=mark.file, line=mark.line, column=mark.column)
+    for field in ("key", "buffer", "shortfalls"):
+        value = getattr(exc, field, None)
+        if value is not None:
+            data[field] = value
+    return data
+
+
+class MemplaceHandler:
+    """The work behind each Project API method."""
+
+    def __init__(self, board: Board | None = None, project: Path | None = None) -> None:
+        self.board = board
+        self.project = project
+        self.transport: ConsoleTransport | None = None
+
+    @classmethod
+    def for_project(cls, folder: Path, board: str | None = None) -> MemplaceHandler:
+        """A handler serving the project in `folder`; its board is `board` (a bundled name
+        or a path) or, by default, the bundled board the project names."""
+        name = str(Project.load(folder).board["name"])
+        if board is None and name not in resources.bundled_boards():
+            raise InputError(
+                f"{folder} is a project for board {name!r}, which is not bundled; "
+                "pass its board file with --board",
+                key="--project",
+            )
+        loaded = load_board(board or name)
+        if loaded.name != name:
+            raise InputError(
+                f"{folder} is a project for board {name!r}, not {loaded.name!r}", key="--board"
+            )
+        return cls(loaded, folder)
+
+    def server_info_query(self, tvm_version: str) -> dict[str, Any]:
+        board = self.board.to_data() if self.board else {}
+        return {
+            "platform_name": PLATFORM_NAME,
+            "is_template": self.project is None,
+            "model_library_format_path": None,
+            "project_dir": None if self.project is None else str(self.project),
+            "board": board.get("name"),
+            "memories": board.get("memories", {}),
+            "pools": board.get("pools", {}),
+            "contexts": board.get("contexts", {}),
+            "valid_scopes": valid_scopes(self.board) if self.board else [],
+        }
+
+    def generate_project(
+        self,
+        model_library_format_path: Path,
+        standalone_crt_dir: Path | None,
+        project_dir: Path,
+        options: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Plan the workload (a workload file or a .tflite model) on the board and write
+        the project to `project_dir`, which must not exist. The standalone CRT of TVM is
+        not used: memplace projects carry no TVM runtime."""
+        source = model_library_format_path
+        if project_dir.exists():
+            raise InputError(
+                f"{project_dir} already exists; generate_project writes a new folder",
+                key="project_dir",
+            )
+        if source.name.lower().endswith(_ARCHIVE_SUFFIXES):
+            raise InputError(
+                f"{source}: Model Library Format archives are not read yet; give a workload "
+                "file or a .tflite model (docs/project-api.md shows how an archive maps "
+                "onto a workload)",
+                key="model_library_format_path",
+            )
+        board = load_board(options["board"])
+        workload = load_workload(source)
+        try:
+            result = workflow.generate(
+                board,
+                workload,
+                project_dir,
+                options["project_type"],
+                options["algorithm"],
+                sources=options["sources"],
+                pool_storage=options["pool_storage"],
+            )
+            if options["extra_files_tar"] is not None:
+                unpack_archive(options["extra_files_tar"], project_dir)
+        except BaseException:
+            shutil.rmtree(project_dir, ignore_errors=True)  # it did not exist: all ours
+            raise
+        self.close_transport()
+        self.board, self.project = board, project_dir
+        return {"project_dir": str(project_dir), "plan": result.to_json()}
+
+    def build(self, options: dict[str, Any]) -> dict[str, Any]:
+        folder = self._project()
+        build(folder)
+        images = Project.load(folder).images
+        return {"images": {core: str(path) for core, path in images.items()}}
+
+    def flash(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Program the board; for a board that runs under QEMU there is nothing to do,
+        as QEMU loads the images when the transport opens."""
+        folder = self._project()
+        runner = options["runner"] or default_runner(Project.load(folder).board)
+        if runner == QemuRunner.name:
+            return {"runner": runner, "flashed": False}
+        flashed = workflow.flash(folder, runner, FlashRequest.from_values(options))
+        return {"runner": flashed, "flashed": True}
+
+    def open_transport(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Start the firmware under QEMU; its console is the transport."""
+        project = Project.load(self._project())
+        runner = options["runner"] or default_runner(project.board)
+        if runner != QemuRunner.name or project.qemu_machine is None:
+            raise InputError(
+                f"the transport is the console of the firmware under QEMU; board "
+                f"{project.board['name']} runs with {runner or 'no runner'}, which has none here",
+                key="runner",
+            )
+        workflow.require_images(project)
+        self.close_transport()
+        self.transport = ConsoleTransport(QemuRunner(project.qemu_machine).start(project.images))
+        return dict(TIMEOUTS)
+
+    def close_transport(self) -> None:
+        if self.transport is not None:
+            code = self.transport.close()
+            log.info("transport closed; QEMU exit code %d", code)
+            self.transport = None
+
+    def read_transport(self, n: int, timeout_sec: float | None) -> bytes:
+        return self._transport().read(n, timeout_sec)
+
+    def write_transport(self, data: bytes, timeout_sec: float | None) -> None:
+        self._transport().write(data, timeout_sec)
+
+    def _transport(self) -> ConsoleTransport:
+        if self.transport is None:
+            raise TransportClosedError("no transport is open; call open_transport first")
+        return self.transport
+
+    def _project(self) -> Path:
+        if self.project is None:
+            raise InputError(
+                "no project yet: call generate_project first, or start the server with "
+                "`memplace serve --project DIR`",
+                key="project_dir",
+            )
+        return self.project
+
+
+def make_server(board: str | None = None, project: Path | None = None) -> Server:
+    """A server for `board` (a template) or for the generated project in `project`."""
+    if project is not None:
+        handler = MemplaceHandler.for_project(project, board)
+        default_board = board or (handler.board.name if handler.board else None)
+    else:
+        handler = MemplaceHandler(load_board(board) if board else None)
+        default_board = board
+    options = project_options.with_defaults(board=default_board)
+    return Server(handler, options, describe=describe)
+
+
+def serve(
+    read_fd: int | None = None,
+    write_fd: int | None = None,
+    board: str | None = None,
+    project: Path | None = None,
+) -> int:
+    """Answer requests from `read_fd` on `write_fd` (default: stdin and stdout) until the
+    client closes its end. Nothing but replies reaches the reply stream: while serving on
+    stdout, anything else printed goes to stderr."""
+    if (read_fd is None) != (write_fd is None):
+        raise InputError("--read-fd and --write-fd go together", key="serve")
+    for fd in (read_fd, write_fd):
+        if fd is not None:
+            try:
+                os.fstat(fd)
+            except OSError:
+                raise InputError(f"file descriptor {fd} is not open", key="serve") from None
+    server = make_server(board, project)
+    if read_fd is None or write_fd is None:
+        read_fd, write_fd = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
+        sys.stdout.flush()
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    log.info("serving the Project API (board %s)", board or "none")
+    try:
+        with os.fdopen(read_fd, "rb") as requests, os.fdopen(write_fd, "wb") as replies:
+            server.serve(requests, replies)
+    except BrokenPipeError:
+        log.info("the client closed its end")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        with contextlib.suppress(MemplaceError, OSError):
+            server.handler.close_transport()
+    return 0
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)

@@ -1,0 +1,88 @@
+"""The transport of a running firmware: its console, as the pipes of the process running it.
+
+Under QEMU the firmware's console is QEMU's standard streams: what the firmware writes by
+semihosting comes out of QEMU's stdout and stderr (read here merged, in order), and what
+is written to QEMU's stdin is what the firmware reads with SYS_READ on a ":tt" handle.
+Reads and writes follow the Project API: a read returns 1 to n bytes or raises
+`IoTimeoutError` when none came in time; a write sends every byte or raises.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from pathlib import Path
+
+from memplace import process
+from memplace.project_api.server import IoTimeoutError, TransportClosedError
+
+# How long a closed console waits for its process's exit code, in seconds.
+_EXIT_WAIT = 5.0
+
+
+class ConsoleTransport:
+    """Bytes to and from a started process (`process.Running`)."""
+
+    def __init__(self, running: process.Running) -> None:
+        self.running = running
+        self.closed = False
+        os.set_blocking(running.stdout, False)
+        os.set_blocking(running.stdin, False)
+
+    def read(self, n: int, timeout: float | None) -> bytes:
+        """Between 1 and `n` bytes; waits up to `timeout` seconds (None: no limit)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._check_open()
+            ready, _, _ = select.select([self.running.stdout], [], [], _left(deadline))
+            if not ready:
+                raise IoTimeoutError(f"no byte came from the firmware within {timeout:g} s")
+            try:
+                data = os.read(self.running.stdout, n)
+            except BlockingIOError:
+                continue
+            if not data:
+                raise self._ended()
+            return data
+
+    def write(self, data: bytes, timeout: float | None) -> None:
+        """Send all of `data` within `timeout` seconds (None: no limit)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        view = memoryview(data)
+        while view:
+            self._check_open()
+            _, ready, _ = select.select([], [self.running.stdin], [], _left(deadline))
+            if not ready:
+                written = len(data) - len(view)
+                raise IoTimeoutError(
+                    f"wrote {written} of {len(data)} bytes within {timeout:g} s",
+                    {"written": written},
+                )
+            try:
+                view = view[os.write(self.running.stdin, view) :]
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                raise self._ended() from None
+
+    def close(self) -> int:
+        """Stop the process; its exit code."""
+        self.closed = True
+        return self.running.stop()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise TransportClosedError("the transport was closed")
+
+    def _ended(self) -> TransportClosedError:
+        code = self.running.wait(_EXIT_WAIT)
+        what = "is still running" if code is None else f"exited with code {code}"
+        return TransportClosedError(
+            f"the firmware's console closed: {Path(self.running.argv[0]).name} {what}",
+            {"exit_code": code},
+        )
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
