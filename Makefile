@@ -24,6 +24,7 @@ unit:
 
 bench: setup
 	$(BIN)/python benchmarks/planner.py
+	$(BIN)/python benchmarks/stack.py
 
 wheel: setup
 	$(BIN)/python -m build --wheel --outdir dist .

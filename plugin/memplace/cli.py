@@ -11,16 +11,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memplace import resources, workflow
-from memplace.board import Board, load_board
+from memplace import options, resources, workflow
+from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.build import build
-from memplace.codegen import PROJECT_TYPES
 from memplace.errors import CheckFailed, InputError, MemplaceError
-from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM, plan
+from memplace.explain import explain
+from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.planner.model import Plan
+from memplace.planner.render_svg import render_svg, render_text
 from memplace.project import Project
-from memplace.scopes import resolve
-from memplace.verify import Report, RunLog, verify
+from memplace.runners import FlashRequest
+from memplace.schema import SCHEMAS
+from memplace.verify import Report, RunLog, load_hints, verify, write_reports
 from memplace.workload import Workload, load_workload
 
 Handler = Callable[[argparse.Namespace], int]
@@ -62,9 +64,18 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and commands")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    boards = commands.add_parser("boards", help="list the bundled boards")
+    boards = commands.add_parser("boards", help="list the bundled boards, or show one")
     boards.add_argument("--json", action="store_true", help="print JSON")
     boards.set_defaults(handler=_boards)
+    boards_commands = boards.add_subparsers(dest="boards_command", parser_class=_Parser)
+    show = boards_commands.add_parser("show", help="the memory map as each core sees it")
+    show.add_argument("board", metavar="BOARD", help="bundled board name or board file")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(handler=_boards_show)
+
+    schema = commands.add_parser("schema", help="print the JSON Schema of a file format")
+    schema.add_argument("format", metavar="FORMAT", choices=sorted(SCHEMAS), help="board")
+    schema.set_defaults(handler=_schema)
 
     plan_cmd = commands.add_parser("plan", help="plan a workload on a board")
     _add_inputs(plan_cmd)
@@ -74,7 +85,29 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="say for every buffer where it could live and why it went where",
     )
+    plan_cmd.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="S",
+        help=f"seconds the offset search may take (default: {DEFAULT_TIME_LIMIT:g})",
+    )
+    plan_cmd.add_argument(
+        "--svg", type=Path, metavar="FILE", help="draw every pool and stack into an SVG file"
+    )
     plan_cmd.set_defaults(handler=_plan)
+
+    import_cmd = commands.add_parser(
+        "import", help="turn a TFLite model into a workload file with its weights beside it"
+    )
+    import_cmd.add_argument("model", metavar="MODEL", type=Path, help="a .tflite model")
+    import_cmd.add_argument(
+        "--out", type=Path, required=True, help="workload file to write (weights: <stem>.data/)"
+    )
+    import_cmd.add_argument(
+        "--force", action="store_true", help="replace the workload and weights if they exist"
+    )
+    import_cmd.set_defaults(handler=_import)
 
     generate = commands.add_parser("generate", help="plan and write a firmware project")
     _add_inputs(generate)
@@ -83,12 +116,7 @@ def _build_parser() -> argparse.ArgumentParser:
     generate.add_argument(
         "--force", action="store_true", help="overwrite files edited since memplace wrote them"
     )
-    generate.add_argument(
-        "--pool-storage",
-        default="generated",
-        choices=("generated", "application"),
-        help="who defines the workspace pool arrays: the generated C (default) or the app",
-    )
+    options.add_arguments(generate, "pool_storage")
     generate.set_defaults(handler=_generate)
 
     build_cmd = commands.add_parser("build", help="build a generated project (CMake + Ninja)")
@@ -104,6 +132,7 @@ def _build_parser() -> argparse.ArgumentParser:
     verify_cmd.add_argument("dir", type=Path, metavar="DIR")
     verify_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
     verify_cmd.add_argument("--core", help="check only this core's image")
+    _add_report_options(verify_cmd)
     verify_cmd.set_defaults(handler=_verify)
 
     check_cmd = commands.add_parser("check", help="generate, build, run under QEMU and verify")
@@ -116,8 +145,31 @@ def _build_parser() -> argparse.ArgumentParser:
         help="project folder (default: memplace-check)",
     )
     check_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_report_options(check_cmd)
     _add_timeout(check_cmd)
     check_cmd.set_defaults(handler=_check)
+
+    flash_cmd = commands.add_parser(
+        "flash", help="program a built project into its board (pyOCD or OpenOCD)"
+    )
+    flash_cmd.add_argument("dir", type=Path, metavar="DIR")
+    options.add_arguments(flash_cmd, *options.accepted_by("flash"))
+    flash_cmd.set_defaults(handler=_flash)
+
+    serve = commands.add_parser(
+        "serve", help="answer Project API requests (JSON-RPC 2.0, one object per line)"
+    )
+    serve.add_argument(
+        "--read-fd", type=int, metavar="N", help="read requests from this file descriptor"
+    )
+    serve.add_argument(
+        "--write-fd", type=int, metavar="M", help="write replies to this file descriptor"
+    )
+    serve.add_argument(
+        "--board", help="board this server is a template for (bundled name or board file)"
+    )
+    serve.add_argument("--project", type=Path, metavar="DIR", help="serve a generated project")
+    serve.set_defaults(handler=_serve)
 
     module = commands.add_parser(
         "cmake-module", help="print the path of memplace.cmake, for include() in CMake"
@@ -138,27 +190,26 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("board", metavar="BOARD", help="bundled board name or board file")
-    parser.add_argument("workload", metavar="WORKLOAD", type=Path, help="workload file")
     parser.add_argument(
-        "--algorithm",
-        default=DEFAULT_ALGORITHM,
-        choices=sorted(ALGORITHMS),
-        help=f"offset algorithm (default: {DEFAULT_ALGORITHM})",
+        "workload", metavar="WORKLOAD", type=Path, help="workload file, or a .tflite model"
     )
+    options.add_arguments(parser, "algorithm")
 
 
 def _add_project_options(parser: argparse.ArgumentParser) -> None:
+    options.add_arguments(parser, "project_type", "sources")
+
+
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write the report as JUnit XML")
+    parser.add_argument("--sarif", type=Path, metavar="FILE", help="write the report as SARIF")
     parser.add_argument(
-        "--project-type",
-        default="exerciser",
-        choices=sorted(PROJECT_TYPES),
-        help="what the project runs: the exerciser, the user's app, or the glue only "
-        "(library); default: exerciser",
-    )
-    parser.add_argument(
-        "--sources",
-        type=Path,
-        help="folder of the app's C files (project type app); they provide int app_main(void)",
+        "--stack-hints",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="stack hints (indirect call targets, recursion depths, alloca sizes): a file, or "
+        "a bundled set such as newlib-nano; may be given more than once",
     )
 
 
@@ -197,16 +248,50 @@ def _boards(args: argparse.Namespace) -> int:
     return 0
 
 
+def _boards_show(args: argparse.Namespace) -> int:
+    board = load_board(args.board)
+    print(json.dumps(memory_map_data(board), indent=2) if args.json else memory_map_text(board))
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    print(json.dumps(SCHEMAS[args.format](), indent=2))
+    return 0
+
+
 def _plan(args: argparse.Namespace) -> int:
     board, workload = _inputs(args)
-    result = plan(board, workload, algorithm=args.algorithm)
+    if args.explain and not args.json:
+        story = explain(board, workload, algorithm=args.algorithm)
+        if story.plan is not None:
+            print(pool_table(story.plan))
+            print()
+        print(story.text())
+        story.raise_failure()
+        return 0
+    result = plan(board, workload, algorithm=args.algorithm, time_limit=args.time_limit)
+    if args.svg is not None:
+        args.svg.write_text(render_svg(result), encoding="utf-8")
     if args.json:
         sys.stdout.write(result.dumps())
         return 0
     print(pool_table(result))
-    if args.explain:
-        print()
-        print(explain(board, workload, result))
+    print()
+    print(render_text(result))
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from memplace.importers import import_to_file  # the model readers load only when used
+
+    done = import_to_file(args.model, args.out, force=args.force)
+    model = done.model
+    weight_bytes = sum(len(weight.data) for weight in model.weights)
+    print(
+        f"imported {args.model}: {len(model.steps)} operators, {len(model.activations)} "
+        f"activation buffers, {len(model.weights)} weights ({weight_bytes} bytes)"
+    )
+    print(f"wrote {done.workload} and {done.data_dir}/")
     return 0
 
 
@@ -245,7 +330,8 @@ def _verify(args: argparse.Namespace) -> int:
     project = Project.load(args.dir)
     if args.core:
         project = project.only(args.core)
-    report = verify(project, workflow.recorded_run(args.dir))
+    report = verify(project, workflow.recorded_run(args.dir), load_hints(args.stack_hints))
+    write_reports(report, junit=args.junit, sarif=args.sarif)
     _print_report(report, args.json)
     return 0 if report.ok else CheckFailed.exit_code
 
@@ -260,13 +346,30 @@ def _check(args: argparse.Namespace) -> int:
         args.algorithm,
         args.timeout,
         sources=args.sources,
+        stack_hints=load_hints(args.stack_hints),
     )
-    if not args.json:
-        print(pool_table(result.plan))
-        if result.run is not None:
-            print(run_summary(result.run))
-    _print_report(result.report, args.json)
-    return 0 if result.report.ok else CheckFailed.exit_code
+    write_reports(result.report, junit=args.junit, sarif=args.sarif)
+    return _print_check(result, args.json)
+
+
+def _flash(args: argparse.Namespace) -> int:
+    request = FlashRequest.from_values(vars(args))
+    runner = workflow.flash(args.dir, args.runner, request)
+    print(f"flashed {args.dir} with {runner}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from memplace.project_api.handler import serve  # only `serve` needs the server
+
+    logger = logging.getLogger("memplace")
+    level = logger.level
+    if not args.debug:
+        logger.setLevel(logging.INFO)  # each request is logged to stderr
+    try:
+        return serve(args.read_fd, args.write_fd, args.board, args.project)
+    finally:
+        logger.setLevel(level)
 
 
 def _cmake_module(args: argparse.Namespace) -> int:
@@ -281,11 +384,15 @@ def _demo(args: argparse.Namespace) -> int:
         f"memplace demo: workload {workload.name} ({len(workload.buffers)} buffers and "
         f"constants over {len(workload.steps)} steps) on board {board.name}"
     )
-    result = workflow.check(board, workload, args.out, timeout=args.timeout)
-    print(pool_table(result.plan))
-    if result.run is not None:
-        print(run_summary(result.run))
-    _print_report(result.report, as_json=False)
+    return _print_check(workflow.check(board, workload, args.out, timeout=args.timeout), False)
+
+
+def _print_check(result: workflow.CheckResult, as_json: bool) -> int:
+    if not as_json:
+        print(pool_table(result.plan))
+        if result.run is not None:
+            print(run_summary(result.run))
+    _print_report(result.report, as_json)
     return 0 if result.report.ok else CheckFailed.exit_code
 
 
@@ -321,19 +428,6 @@ def run_summary(log: RunLog) -> str:
     verdict = "passed" if log.passed else "FAILED"
     lines = [f"run: {verdict} (exit code {log.exit_code})"]
     lines += [f"run: {f.what} {f.name} failed its check at step {f.step}" for f in log.failures]
-    return "\n".join(lines)
-
-
-def explain(board: Board, workload: Workload, result: Plan) -> str:
-    lines = []
-    for candidates in resolve(board, workload):
-        placement = result.placement(candidates.buffer.name)
-        places = ", ".join(place.label for place in candidates.places)
-        lines.append(
-            f"{placement.name}: scope {candidates.buffer.scope}, users "
-            f"{', '.join(candidates.users)}; candidates {places}"
-        )
-        lines.append(f"  -> {placement.place} at offset {placement.offset}: {placement.reason}")
     return "\n".join(lines)
 
 

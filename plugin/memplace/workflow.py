@@ -17,9 +17,10 @@ from memplace.errors import InputError
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
 from memplace.project import Project, write_project
-from memplace.runners import QemuRunner
+from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
 from memplace.scopes import resolve
-from memplace.verify import Report, RunLog, parse_run, verify
+from memplace.source import suggest
+from memplace.verify import Report, RunLog, StackHints, parse_run, verify
 from memplace.workload import Workload
 
 RUN_RECORD = "run.json"
@@ -96,9 +97,46 @@ def check(
     algorithm: str = DEFAULT_ALGORITHM,
     timeout: float = DEFAULT_TIMEOUT,
     sources: Path | None = None,
+    stack_hints: StackHints | None = None,
 ) -> CheckResult:
-    """Everything, for CI: generate, build, run where QEMU can, verify."""
+    """Everything, for CI: generate, build, run where QEMU can, verify (with `stack_hints`
+    bounding what the call graph alone cannot)."""
     result = generate(board, workload, out, project_type, algorithm, sources=sources)
     build(out)
     log = run(out, timeout) if board.qemu_machine else None
-    return CheckResult(plan=result, run=log, report=verify(Project.load(out), log))
+    report = verify(Project.load(out), log, stack_hints)
+    return CheckResult(plan=result, run=log, report=report)
+
+
+def flash(folder: Path, runner: str | None = None, request: FlashRequest | None = None) -> str:
+    """Program a built project into its board with `runner` (default: the board's own,
+    `run.flash`); the board's flash settings fill what `request` leaves unset. Returns
+    the name of the runner used."""
+    project = Project.load(folder)
+    name = runner or default_runner(project.board)
+    if name is None:
+        raise InputError(
+            f"board {project.board['name']} says nothing of how to flash it: add run.flash to "
+            f"the board file, or pass --runner ({', '.join(RUNNERS)})",
+            key="--runner",
+        )
+    if name not in RUNNERS:
+        raise InputError(f"no runner {name!r}; {suggest(name, RUNNERS)}", key="--runner")
+    request = request or FlashRequest()
+    settings = board_flash(project.board)
+    if settings is not None and settings["runner"] == name:
+        request = request.over(settings)
+    chosen = RUNNERS[name].for_flashing(request)
+    require_images(project)
+    chosen.flash(project.images)
+    return name
+
+
+def require_images(project: Project) -> None:
+    """Refuse a project whose images are not built yet."""
+    for image in project.images.values():
+        if not image.is_file():
+            raise InputError(
+                f"no image {image}: build the project first (memplace build {project.folder})",
+                key="DIR",
+            )
