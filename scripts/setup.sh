@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what memplace needs on a Debian machine: the ARM toolchain and QEMU from Debian,
+# Installs what memplace needs on a Debian machine: the ARM toolchain, QEMU and a host C
+# compiler (for the planner's compiled core) from Debian,
 # then a virtual environment in .venv with memplace and its Python dependencies.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
@@ -13,6 +14,8 @@ have_cmd arm-none-eabi-gcc || need+=(gcc-arm-none-eabi)
 [ -f /usr/lib/arm-none-eabi/lib/libc.a ] || need+=(libnewlib-arm-none-eabi)
 have_cmd qemu-system-arm || need+=(qemu-system-arm)
 have_cmd make || need+=(make)
+# The planner's compiled core is built by `pip install` with the host's C compiler.
+have_cmd cc || need+=(gcc libc6-dev)
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=()

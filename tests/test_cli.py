@@ -171,3 +171,23 @@ def test_run_on_a_board_without_qemu(
     code, _, err = _run(capsys, "run", str(tmp_path / "p"))
     assert code == 2
     assert "does not run under QEMU" in _one_error_line(err)
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    """`memplace plan ... | head -1`: the command ends quietly when its reader goes away."""
+    import subprocess
+    import sys
+
+    buffers = [{"name": f"b{i}", "size": 64, "live": [i % 8, i % 8]} for i in range(2000)]
+    workload = tmp_path / "many.yaml"
+    workload.write_text(
+        yaml.safe_dump({"memplace": "workload/v1", "name": "many", "buffers": buffers})
+    )
+    command = [sys.executable, "-m", "memplace.cli", "plan", "qemu-mps3-an547", str(workload)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(4) == b"pool"
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 0
+    assert "Traceback" not in stderr

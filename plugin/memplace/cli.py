@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("memplace: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`memplace plan ... | head`): nothing more to say, and Python
+        # must not complain again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _build_parser() -> argparse.ArgumentParser:
