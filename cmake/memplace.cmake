@@ -5,8 +5,11 @@
 #
 # At configure time memplace plans the workload and writes the linker script, startup code
 # and pool storage into the build tree; they are added to the target, whose `main()` the
-# startup code calls. After every link, `memplace verify` checks the ELF against the plan
-# and fails the build when a placement or a stack budget does not hold.
+# startup code calls. The target's C and C++ sources are compiled with -fstack-usage and
+# -fcallgraph-info=su,da, so GCC leaves a .su and a .ci file beside each object for the
+# static stack bound. After every link, `memplace verify` checks the ELF against the plan,
+# with those files (`--objects`), and fails the build when a placement or a stack budget
+# does not hold.
 #
 # Options: CORE (default: the board's first core), OUTPUT_DIR (default:
 # ${CMAKE_CURRENT_BINARY_DIR}/memplace-<target>), ALGORITHM, POOL_STORAGE (application: the
@@ -66,7 +69,8 @@ function(memplace_target)
   target_sources(${MP_TARGET} PRIVATE ${MEMPLACE_${MP_CORE}_SOURCES})
   target_include_directories(${MP_TARGET} PRIVATE "${MEMPLACE_INCLUDE_DIR}")
   target_compile_definitions(${MP_TARGET} PRIVATE MEMPLACE_CORE_${MP_CORE}=1)
-  target_compile_options(${MP_TARGET} PRIVATE ${MEMPLACE_${MP_CORE}_ARCH_FLAGS})
+  target_compile_options(${MP_TARGET} PRIVATE ${MEMPLACE_${MP_CORE}_ARCH_FLAGS}
+    "$<$<COMPILE_LANGUAGE:C,CXX>:-fstack-usage;-fcallgraph-info=su,da>")
   target_link_options(${MP_TARGET} PRIVATE ${MEMPLACE_${MP_CORE}_ARCH_FLAGS}
     "-T${MEMPLACE_${MP_CORE}_LINKER_SCRIPT}" -nostartfiles)
   set_property(TARGET ${MP_TARGET} APPEND PROPERTY
@@ -76,10 +80,19 @@ function(memplace_target)
   foreach(hint IN LISTS MP_STACK_HINTS)
     list(APPEND hints --stack-hints "${hint}")
   endforeach()
+  # Where the Makefile and Ninja generators keep the target's objects, and GCC its .su and
+  # .ci files beside them; a multi-config generator keeps one folder per configuration.
+  get_target_property(target_dir ${MP_TARGET} BINARY_DIR)
+  set(objects "${target_dir}/CMakeFiles/${MP_TARGET}.dir")
+  get_property(multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  if(multi_config)
+    string(APPEND objects "/$<CONFIG>")
+  endif()
   add_custom_command(TARGET ${MP_TARGET} POST_BUILD
     COMMAND "${CMAKE_COMMAND}" -E copy "$<TARGET_FILE:${MP_TARGET}>"
             "${MP_OUTPUT_DIR}/build/${MP_CORE}.elf"
-    COMMAND "${MEMPLACE_EXECUTABLE}" verify "${MP_OUTPUT_DIR}" --core ${MP_CORE} ${hints}
+    COMMAND "${MEMPLACE_EXECUTABLE}" verify "${MP_OUTPUT_DIR}" --core ${MP_CORE}
+            --objects "${objects}" ${hints}
     COMMENT "memplace: verifying ${MP_TARGET} against the plan"
     VERBATIM)
 endfunction()

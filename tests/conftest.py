@@ -1,4 +1,5 @@
-"""Shared fixtures: the default board and the demo workload as data and as files."""
+"""Shared fixtures: the default board and the demo workload as data and as files, and a
+workload that touches every pool of a board."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from memplace import resources
-from memplace.board import Board, load_board
+from memplace.board import Board, Pool, load_board
 from memplace.workload import Workload, load_workload
 
 DEFAULT_BOARD = "qemu-mps3-an547"
@@ -21,6 +22,40 @@ DEFAULT_BOARD = "qemu-mps3-an547"
 @pytest.fixture(scope="session")
 def board() -> Board:
     return load_board(DEFAULT_BOARD)
+
+
+def _touch_workload(board: Board) -> Workload:
+    """One buffer pinned in every workspace pool and one constant in every constant pool,
+    each used by the first thread context that reaches the pool's memory, so that a build
+    places every pool and a run proves each one's memory works."""
+    threads = [c.name for c in board.contexts.values() if c.kind == "thread"]
+
+    def entry(name: str, size: int, pool: Pool) -> dict[str, Any]:
+        user = next(t for t in threads if board.reaches(t, pool.memory))
+        spec: dict[str, Any] = {"name": name, "size": size, "scope": f"global.{pool.name}"}
+        if user != threads[0]:
+            spec["users"] = [user]  # the first thread is the default user
+        return spec
+
+    reached = [p for p in board.pools.values() if any(board.reaches(t, p.memory) for t in threads)]
+    return Workload.from_data(
+        {
+            "memplace": "workload/v1",
+            "name": "touch",
+            "steps": 2,
+            "buffers": [
+                {**entry(f"b_{p.name}", 256, p), "live": [0, 1]}
+                for p in reached
+                if p.kind == "workspace"
+            ],
+            "constants": [entry(f"c_{p.name}", 64, p) for p in reached if p.kind == "constant"],
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def touch_workload() -> Callable[[Board], Workload]:
+    return _touch_workload
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,34 +157,12 @@ def _small_workload() -> Workload:
     )
 
 
-def _touch_workload(board: Board) -> Workload:
-    """One buffer pinned in every workspace pool and one constant in every constant pool
-    that the first core reaches, so that a run proves each pool's memory works."""
-    main = next(c for c in board.contexts.values() if c.kind == "thread")
-    reached = [pool for pool in board.pools.values() if board.reaches(main.name, pool.memory)]
-    return Workload.from_data(
-        {
-            "memplace": "workload/v1",
-            "name": "touch",
-            "steps": 2,
-            "buffers": [
-                {"name": f"b_{p.name}", "size": 256, "live": [0, 1], "scope": f"global.{p.name}"}
-                for p in reached
-                if p.kind == "workspace"
-            ],
-            "constants": [
-                {"name": f"c_{p.name}", "size": 64, "scope": f"global.{p.name}"}
-                for p in reached
-                if p.kind == "constant"
-            ],
-        }
-    )
-
-
 @pytest.mark.parametrize("name", ALL_BOARDS)
-def test_each_board_plans_and_renders_small_and_touch_workloads(name: str) -> None:
+def test_each_board_plans_and_renders_small_and_touch_workloads(
+    name: str, touch_workload: Callable[[Board], Workload]
+) -> None:
     board = load_board(name)
-    for workload in (_small_workload(), _touch_workload(board)):
+    for workload in (_small_workload(), touch_workload(board)):
         files = render(board, plan(board, workload))
         for core in board.cores:
             assert f"memplace/{core}/linker.ld" in files
@@ -191,9 +170,11 @@ def test_each_board_plans_and_renders_small_and_touch_workloads(name: str) -> No
 
 @pytest.mark.qemu
 @pytest.mark.parametrize("name", sorted(QEMU_BOARDS))
-def test_each_qemu_board_boots_and_every_pool_works(name: str, tmp_path: Path) -> None:
+def test_each_qemu_board_boots_and_every_pool_works(
+    name: str, tmp_path: Path, touch_workload: Callable[[Board], Workload]
+) -> None:
     board = load_board(name)
-    result = workflow.check(board, _touch_workload(board), tmp_path / "touch")
+    result = workflow.check(board, touch_workload(board), tmp_path / "touch")
     assert result.run is not None and result.run.passed, result.run
     assert result.report.ok, result.report.table()
 

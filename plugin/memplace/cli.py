@@ -138,6 +138,13 @@ def _build_parser() -> argparse.ArgumentParser:
     verify_cmd.add_argument("dir", type=Path, metavar="DIR")
     verify_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
     verify_cmd.add_argument("--core", help="check only this core's image")
+    verify_cmd.add_argument(
+        "--objects",
+        type=Path,
+        metavar="DIR",
+        help="folder of the image's objects, with GCC's .su and .ci files beside them, for an "
+        "image built outside the project (one image: use with --core)",
+    )
     _add_report_options(verify_cmd)
     verify_cmd.set_defaults(handler=_verify)
 
@@ -336,7 +343,14 @@ def _verify(args: argparse.Namespace) -> int:
     project = Project.load(args.dir)
     if args.core:
         project = project.only(args.core)
-    report = verify(project, workflow.recorded_run(args.dir), load_hints(args.stack_hints))
+    if args.objects is not None and len(project.images) > 1:
+        raise InputError(
+            f"the folder holds one image's objects; name its core with --core "
+            f"({', '.join(project.images)})",
+            key="--objects",
+        )
+    hints = load_hints(args.stack_hints)
+    report = verify(project, workflow.recorded_run(args.dir), hints, args.objects)
     write_reports(report, junit=args.junit, sarif=args.sarif)
     _print_report(report, args.json)
     return 0 if report.ok else CheckFailed.exit_code

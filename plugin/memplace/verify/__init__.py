@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from memplace.project import Project
 from memplace.verify.elf import check_images
 from memplace.verify.formats import to_junit, to_sarif, write_reports
@@ -30,12 +32,18 @@ __all__ = [
 ]
 
 
-def verify(project: Project, run: RunLog | None = None, hints: StackHints | None = None) -> Report:
+def verify(
+    project: Project,
+    run: RunLog | None = None,
+    hints: StackHints | None = None,
+    objects: Path | None = None,
+) -> Report:
     """Every finding about `project`: placement from its images, static stack bounds from
-    their call graphs (bounded further by `hints`), and with a run, the measured stacks."""
+    their call graphs (bounded further by `hints`; GCC's .su and .ci files read from
+    `objects` when the image was built elsewhere), and with a run, the measured stacks."""
     images = {core: Image.from_file(path) for core, path in project.images.items()}
     findings = check_images(project, images)
-    graphs = {core: graph_of(project, core, image) for core, image in images.items()}
+    graphs = {core: graph_of(project, core, image, objects) for core, image in images.items()}
     bounds = context_bounds(project, images, graphs, hints)
     stacks = []
     for stack in project.plan.stacks:

@@ -27,9 +27,9 @@ from typing import Any
 
 from memplace import process
 from memplace.build import BUILD_DIR
-from memplace.errors import ToolError
+from memplace.errors import InputError, ToolError
 from memplace.project import Project
-from memplace.verify.callgraph import CallGraph, merge, parse_ci, parse_su
+from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
 from memplace.verify.frames import parse_objdump, read_frames
 from memplace.verify.hints import StackHints, unknown_function
 from memplace.verify.image import Image, LineTable
@@ -339,8 +339,11 @@ class ContextBound:
     findings: tuple[Finding, ...] = ()
 
 
-def graph_of(project: Project, core: str, image: Image) -> CallGraph:
-    """The merged call graph of one image of a built project."""
+def graph_of(project: Project, core: str, image: Image, objects: Path | None = None) -> CallGraph:
+    """The merged call graph of one image of a built project, with the .su and .ci files
+    GCC wrote beside the image's objects: under `objects` when given (a build of the user's
+    own, such as a target the CMake module was given), else in the generated project's
+    build."""
     objdump = process.find_tool(OBJDUMP)
     result = process.run([objdump, "-d", "--no-show-raw-insn", str(image.path)], OBJDUMP_TIMEOUT)
     if result.returncode != 0:
@@ -351,16 +354,29 @@ def graph_of(project: Project, core: str, image: Image) -> CallGraph:
         return None if data is None else int(struct.unpack("<I", data)[0])
 
     frames = read_frames(image.iter_functions(), parse_objdump(result.output), read_word)
-    build = project.folder / BUILD_DIR / "CMakeFiles" / f"{core}.dir"
-    units = (
-        [parse_ci(_read(p), str(p)) for p in sorted(build.rglob("*.ci"))] if build.is_dir() else []
-    )
-    su = (
-        [f for p in sorted(build.rglob("*.su")) for f in parse_su(_read(p))]
-        if build.is_dir()
-        else []
-    )
+    su_files, ci_files = gcc_reports(project, core, objects)
+    units = [parse_ci(_read(p), str(p)) for p in ci_files]
+    su = [f for p in su_files for f in parse_su(_read(p))]
     return merge(frames, units, su, LineTable(image.path))
+
+
+def gcc_reports(
+    project: Project, core: str, objects: Path | None = None
+) -> tuple[list[Path], list[Path]]:
+    """The .su and .ci files of one image, in a stable order. A folder the user names must
+    hold them: without them the bound would quietly rest on the disassembly alone."""
+    if objects is None:
+        return gcc_files(project.folder / BUILD_DIR, core)
+    if not objects.is_dir():
+        raise InputError(f"no folder of objects at {objects}", key="--objects")
+    su_files = sorted(objects.rglob("*.su"))
+    if not su_files:
+        raise InputError(
+            f"no .su files under {objects}: compile the image with -fstack-usage "
+            f"-fcallgraph-info=su,da",
+            key="--objects",
+        )
+    return su_files, sorted(objects.rglob("*.ci"))
 
 
 def _read(path: Path) -> str:
