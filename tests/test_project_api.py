@@ -36,7 +36,7 @@ from memplace.project_api import (
 )
 from memplace.project_api import server as protocol
 from memplace.project_api.handler import MemplaceHandler, describe, make_server
-from memplace.project_api.server import error_from_json
+from memplace.project_api.server import MAX_READ, MAX_TIMEOUT, error_from_json
 from memplace.resources import demo_workload
 from memplace.scopes import valid_scopes
 
@@ -221,8 +221,19 @@ def test_an_unknown_method_is_method_not_found(fake_client: Client) -> None:
         ("read_transport", {"timeout_sec": 1}, "read_transport: parameter n is missing"),
         ("read_transport", {"n": "4", "timeout_sec": 1}, "parameter n must be a positive"),
         ("read_transport", {"n": True, "timeout_sec": 1}, "parameter n must be a positive"),
-        ("read_transport", {"n": 0, "timeout_sec": 1}, "read_transport: n is at least 1, got 0"),
-        ("read_transport", {"n": 4, "timeout_sec": -1}, "timeout_sec must be 0 or more"),
+        ("read_transport", {"n": 0, "timeout_sec": 1}, "read_transport: n is from 1 to 16777216"),
+        ("read_transport", {"n": 2**24 + 1, "timeout_sec": 1}, "(bytes), got 16777217"),
+        ("read_transport", {"n": 2**45, "timeout_sec": 1}, "(bytes), got 35184372088832"),
+        ("read_transport", {"n": 10**30, "timeout_sec": 1}, "got 1000000000000000000000000000000"),
+        (
+            "read_transport",
+            {"n": 4, "timeout_sec": -1},
+            "timeout_sec is from 0 to 86400 (seconds), or null to wait without limit; got -1",
+        ),
+        ("read_transport", {"n": 4, "timeout_sec": 86400.5}, "to 86400 (seconds)"),
+        ("read_transport", {"n": 4, "timeout_sec": 1e300}, "wait without limit; got 1e+300"),
+        ("read_transport", {"n": 4, "timeout_sec": 10**400}, "timeout_sec is from 0 to 86400"),
+        ("write_transport", {"data": "", "timeout_sec": 1e300}, "timeout_sec is from 0 to 86400"),
         ("read_transport", {"n": 4, "timeout_sec": "soon"}, "parameter timeout_sec must be"),
         ("write_transport", {"data": "~~~~", "timeout_sec": 1}, "data is not Base85"),
         ("build", {"options": {}, "verbose": True}, "build: unexpected parameter verbose"),
@@ -338,6 +349,20 @@ def test_transport_data_travels_as_base85(fake_client: Client) -> None:
     assert fake_client.raw(line)["result"] == {"data": base64.b85encode(payload[:5]).decode()}
     assert fake_client.read_transport(1000, 1.0) == payload[5:]
     assert fake_client.open_transport() == {"timeouts": {"session_start_timeout_sec": 1.0}}
+
+
+def test_read_and_timeout_bounds_are_inclusive(fake_client: Client, fake: FakeHandler) -> None:
+    fake_client.write_transport(b"abc", MAX_TIMEOUT)
+    assert fake_client.read_transport(MAX_READ, MAX_TIMEOUT) == b"abc"
+    assert fake.console == b""
+
+
+def test_an_infinite_timeout_is_invalid_params(fake_client: Client) -> None:
+    # JSON's 1e400 parses to infinity; null is how a request waits without limit.
+    line = b'{"jsonrpc": "2.0", "method": "read_transport", "params": [4, 1e400], "id": 5}'
+    error = _error(fake_client.raw(line))
+    assert error["code"] == -32602
+    assert error["message"].endswith("or null to wait without limit; got inf")
 
 
 # -- options as data -------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """Random lines thrown at memplace's server: each gets one well-formed reply (none only
-for a valid notification), never an internal error, and the server keeps serving."""
+for a valid notification), never an internal error, and the server keeps serving; and
+reads and writes of any size and timeout on an open transport."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Iterator
@@ -14,9 +16,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memplace import options as project_options
+from memplace import process
+from memplace.board import load_board
 from memplace.project_api import Server
-from memplace.project_api.handler import make_server
-from memplace.project_api.server import METHODS
+from memplace.project_api.handler import MemplaceHandler, describe, make_server
+from memplace.project_api.server import MAX_READ, MAX_TIMEOUT, METHODS
+from memplace.project_api.transport import ConsoleTransport
 
 CODES = {-32700, -32600, -32601, -32602, -32000}
 
@@ -49,6 +54,13 @@ requests = st.fixed_dictionaries(
         "id": st.integers() | st.text(max_size=8) | st.none() | json_values,
     },
 )
+# Far past any bound: they must come back as invalid params, not as internal errors.
+huge_numbers = (
+    st.integers(2**24, 10**400)
+    | st.integers(-(10**400), -1)
+    | st.floats(min_value=86400.001, allow_infinity=False)
+    | st.sampled_from([2**45, 10**30, 1e300, 2**63, 2**64])
+)
 paths = st.text(max_size=30) | st.sampled_from(["", ".", "/", "p", "model.tar", "w.tflite"])
 option_values = st.dictionaries(
     st.sampled_from(option_names), json_values | st.sampled_from(["true", "false", "pyocd", "7"])
@@ -59,8 +71,8 @@ VALUES = {
     "standalone_crt_dir": st.none() | paths,
     "project_dir": paths,
     "options": option_values,
-    "n": st.integers(-2, 100),
-    "timeout_sec": st.none() | st.floats(0, 0.01) | st.integers(-1, 0),
+    "n": st.integers(-2, 100) | huge_numbers,
+    "timeout_sec": st.none() | st.floats(0, 0.01) | st.integers(-1, 0) | huge_numbers,
     "data": st.text(max_size=20) | st.binary(max_size=20).map(lambda b: b.hex()),
 }
 # Requests with the right shape and random parameters, so that most reach the handler.
@@ -133,3 +145,70 @@ def test_every_line_gets_a_well_formed_answer(server: Server, line: bytes) -> No
         b'{"jsonrpc": "2.0", "method": "server_info_query", "params": {"tvm_version": ""}, "id": 1}'
     )
     assert info is not None and json.loads(info)["result"]["protocol_version"] == 1
+
+
+@pytest.fixture(scope="module")
+def console_server() -> Iterator[Server]:
+    """The real handler with a transport open on a program that always has output and
+    drains its input, so that reads and writes with valid arguments return at once."""
+    handler = MemplaceHandler(load_board("qemu-mps3-an547"))
+    handler.transport = ConsoleTransport(
+        process.start(["sh", "-c", "cat > /dev/null & exec yes memplace"])
+    )
+    try:
+        yield Server(handler, project_options.OPTIONS, describe=describe)
+    finally:
+        handler.close_transport()
+
+
+# Reads and writes of any size and timeout, the valid ones kept short.
+transport_calls = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "method": st.just("read_transport"),
+            "params": st.fixed_dictionaries(
+                {
+                    "n": st.integers(-(10**40), 10**40) | huge_numbers | st.just(MAX_READ),
+                    "timeout_sec": st.none() | st.floats(0, 1) | huge_numbers,
+                }
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "method": st.just("write_transport"),
+            "params": st.fixed_dictionaries(
+                {
+                    "data": st.binary(max_size=64).map(lambda b: base64.b85encode(b).decode()),
+                    "timeout_sec": st.floats(0, 1) | huge_numbers,
+                }
+            ),
+        }
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(call=transport_calls)
+def test_transport_arguments_out_of_range_are_invalid_params(
+    console_server: Server, call: dict[str, Any]
+) -> None:
+    raw = console_server.handle_line(json.dumps({"jsonrpc": "2.0", "id": 1, **call}).encode())
+    assert raw is not None
+    reply = json.loads(raw)
+    params = call["params"]
+    timeout = params["timeout_sec"]
+    n = params.get("n", 1)
+    valid = (timeout is None or 0 <= timeout <= MAX_TIMEOUT) and (
+        isinstance(n, int) and 1 <= n <= MAX_READ
+    )
+    if not valid:
+        assert reply["error"]["code"] == -32602, reply
+        event("invalid params")
+        return
+    assert "result" in reply, reply
+    if call["method"] == "read_transport":
+        data = base64.b85decode(reply["result"]["data"])
+        assert 1 <= len(data) <= params["n"]
+        assert set(data) <= set(b"memplace\n")
+    event(call["method"])

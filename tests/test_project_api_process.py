@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from memplace import process
 from memplace.cli import main
 from memplace.project_api import (
     Client,
@@ -23,10 +25,17 @@ from memplace.project_api import (
     TransportClosedError,
 )
 from memplace.resources import demo_workload
+from memplace.runners import QemuRunner
 
 BOARD = "qemu-mps3-an547"
 SERVE = [sys.executable, "-m", "memplace.cli", "serve"]
 REPLY_TIMEOUT = 120.0  # a build may take a while on a busy machine
+SMALL_WORKLOAD = {
+    "memplace": "workload/v1",
+    "name": "small",
+    "steps": ["a", "b"],
+    "buffers": [{"name": "x", "size": 1024, "live": ["a", "b"]}],
+}
 
 ECHO_APP = r"""
 /* Echoes each line read from the console, upper-cased, until a line "quit". */
@@ -150,15 +159,48 @@ def test_the_transport_is_the_console_of_the_firmware_under_qemu(
 
 
 @pytest.mark.qemu
-def test_the_exerciser_reports_over_the_transport(server: ServerProcess) -> None:
+def test_the_exerciser_reports_over_the_transport(server: ServerProcess, tmp_path: Path) -> None:
     api = server.client
-    api.generate_project(demo_workload(), "demo", {})
+    api.generate_project(demo_workload(), "my demo", {})
     api.build()
     api.open_transport()
     assert b"memplace: result pass" in _read_until(api, b"memplace: result")
     with pytest.raises(TransportClosedError, match="qemu-system-arm exited with code 0"):
         while True:
             api.read_transport(256, 10.0)
+    server.close()
+    # Every command the server ran is in its log, quoted as a shell would take it.
+    log = (tmp_path / "server.log").read_text()
+    cmake = process.find_tool("cmake")
+    assert f"memplace.process: running: {shlex.join([cmake, '--build', 'my demo/build'])}\n" in log
+    qemu = QemuRunner("mps3-an547").command({"cpu0": Path("my demo/build/cpu0.elf")})
+    qemu[0] = process.find_tool(qemu[0])
+    assert f"memplace.process: starting: {shlex.join(qemu)}\n" in log
+
+
+def test_flashing_over_the_api_logs_the_quoted_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pyocd = bin_dir / "pyocd"
+    pyocd.write_text("#!/bin/sh\necho programmed\n")
+    pyocd.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    workload = tmp_path / "small.json"
+    workload.write_text(json.dumps(SMALL_WORKLOAD))
+    log = (tmp_path / "server.log").open("wb")
+    with ServerProcess(
+        [*SERVE, "--board", "stm32h743"], timeout=REPLY_TIMEOUT, cwd=tmp_path, stderr=log
+    ) as api:
+        api.generate_project("small.json", "h7 project", {})
+        (tmp_path / "h7 project" / "build").mkdir()
+        (tmp_path / "h7 project" / "build" / "cm7.elf").write_bytes(b"\x7fELF")
+        assert api.flash({"frequency": "4000000"}) == {"runner": "pyocd", "flashed": True}
+    log.close()
+    argv = [str(pyocd), "load", "--target", "stm32h743xx", "--frequency", "4000000"]
+    expected = shlex.join([*argv, "h7 project/build/cm7.elf"])
+    assert f"memplace.process: running: {expected}\n" in (tmp_path / "server.log").read_text()
 
 
 @pytest.mark.qemu

@@ -17,6 +17,7 @@ from memplace.errors import InputError
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
 from memplace.project import Project, write_project
+from memplace.project_api.carry import carried_files
 from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
 from memplace.scopes import resolve
 from memplace.source import suggest
@@ -47,7 +48,9 @@ def generate(
     relative = None if sources is None else os.path.relpath(sources.resolve(), out.resolve())
     options = RenderOptions(project_type, sources=relative, pool_storage=pool_storage)
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
-    write_project(render(board, result, project_type, options, users), out, force=force)
+    files = render(board, result, project_type, options, users)
+    files.update(carried_files(board, files))  # the project's own Project API server
+    write_project(files, out, force=force)
     return result
 
 

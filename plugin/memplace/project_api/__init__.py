@@ -1,8 +1,10 @@
 """The Project API: memplace as a template project for a compiler driver, in the style of
 microTVM's Project API (JSON-RPC 2.0, one JSON object per line).
 
-`server` and `client` use only the standard library. `handler` puts memplace behind the
-server (`memplace serve`); import it from there, as it brings in the rest of memplace.
+`server`, `client`, `transport`, `processes` and `standalone` use only the standard
+library: a generated project carries copies of them (`carry` writes them, and
+`standalone` is the server they make). `handler` puts memplace behind the server
+(`memplace serve`); import it from there, as it brings in the rest of memplace.
 """
 
 from memplace.project_api.client import Client, ProtocolError, ServerProcess

@@ -9,14 +9,9 @@ exit code and structured fields (key, file, line, column, buffer, shortfalls) in
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import shutil
-import signal
-import sys
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from memplace import options as project_options
@@ -26,21 +21,15 @@ from memplace.build import build
 from memplace.errors import InputError, MemplaceError
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
-from memplace.project_api.server import Server, TransportClosedError
-from memplace.project_api.transport import ConsoleTransport
+from memplace.project_api.carry import board_info
+from memplace.project_api.server import Server, TransportClosedError, fd_problem, serve_on
+from memplace.project_api.standalone import PLATFORM_NAME
+from memplace.project_api.transport import TIMEOUTS, ConsoleTransport
 from memplace.runners import FlashRequest, QemuRunner, default_runner
-from memplace.scopes import valid_scopes
 from memplace.workload import load_workload
 
 log = logging.getLogger("memplace.project_api")
 
-PLATFORM_NAME = "memplace"
-# What a TVM session on the transport may expect of a firmware under QEMU, in seconds.
-TIMEOUTS = {
-    "session_start_retry_timeout_sec": 2.0,
-    "session_start_timeout_sec": 10.0,
-    "session_established_timeout_sec": 10.0,
-}
 _ARCHIVE_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz")
 
 
@@ -89,17 +78,12 @@ class MemplaceHandler:
         return cls(loaded, folder)
 
     def server_info_query(self, tvm_version: str) -> dict[str, Any]:
-        board = self.board.to_data() if self.board else {}
         return {
             "platform_name": PLATFORM_NAME,
             "is_template": self.project is None,
             "model_library_format_path": None,
             "project_dir": None if self.project is None else str(self.project),
-            "board": board.get("name"),
-            "memories": board.get("memories", {}),
-            "pools": board.get("pools", {}),
-            "contexts": board.get("contexts", {}),
-            "valid_scopes": valid_scopes(self.board) if self.board else [],
+            **board_info(self.board),
         }
 
     def generate_project(
@@ -223,34 +207,11 @@ def serve(
     project: Path | None = None,
 ) -> int:
     """Answer requests from `read_fd` on `write_fd` (default: stdin and stdout) until the
-    client closes its end. Nothing but replies reaches the reply stream: while serving on
-    stdout, anything else printed goes to stderr."""
-    if (read_fd is None) != (write_fd is None):
-        raise InputError("--read-fd and --write-fd go together", key="serve")
-    for fd in (read_fd, write_fd):
-        if fd is not None:
-            try:
-                os.fstat(fd)
-            except OSError:
-                raise InputError(f"file descriptor {fd} is not open", key="serve") from None
+    client closes its end (`server.serve_on`)."""
+    problem = fd_problem(read_fd, write_fd)
+    if problem is not None:
+        raise InputError(problem, key="serve")
     server = make_server(board, project)
-    if read_fd is None or write_fd is None:
-        read_fd, write_fd = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
-        sys.stdout.flush()
-        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    previous = signal.signal(signal.SIGTERM, _terminate)
     log.info("serving the Project API (board %s)", board or "none")
-    try:
-        with os.fdopen(read_fd, "rb") as requests, os.fdopen(write_fd, "wb") as replies:
-            server.serve(requests, replies)
-    except BrokenPipeError:
-        log.info("the client closed its end")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        with contextlib.suppress(MemplaceError, OSError):
-            server.handler.close_transport()
+    serve_on(server, read_fd, write_fd)
     return 0
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)

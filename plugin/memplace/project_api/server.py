@@ -19,10 +19,14 @@ import binascii
 import json
 import logging
 import math
+import os
+import signal
+import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any, BinaryIO, Protocol
 
 log = logging.getLogger("memplace.project_api")
@@ -30,6 +34,11 @@ log = logging.getLogger("memplace.project_api")
 PROTOCOL_VERSION = 1
 # A request line longer than this is refused without being parsed (bytes).
 MAX_LINE = 64 * 1024 * 1024
+# The most bytes one read_transport may ask for: its reply (Base85, 5 characters for every
+# 4 bytes) then stays well under MAX_LINE, the longest line either side reads.
+MAX_READ = 16 * 1024 * 1024
+# The longest timeout_sec a request may give (seconds; a day). null waits without limit.
+MAX_TIMEOUT = 24 * 3600
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -196,6 +205,19 @@ class ProjectOption:
             "optional": list(self.optional) or None,
             "help": self.help,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProjectOption:
+        """The option `to_json` described (as a generated project stores its options)."""
+        return cls(
+            name=data["name"],
+            type=data["type"],
+            help=data["help"],
+            default=data.get("default"),
+            choices=None if data.get("choices") is None else tuple(data["choices"]),
+            required=tuple(data.get("required") or ()),
+            optional=tuple(data.get("optional") or ()),
+        )
 
 
 def _to_bool(value: Any) -> bool:
@@ -439,8 +461,10 @@ class Server:
             return None
         timeout = _timeout(values["timeout_sec"])
         if method == "read_transport":
-            if values["n"] < 1:
-                raise InvalidParams(f"read_transport: n is at least 1, got {values['n']}")
+            if not 1 <= values["n"] <= MAX_READ:
+                raise InvalidParams(
+                    f"read_transport: n is from 1 to {MAX_READ} (bytes), got {values['n']}"
+                )
             data = handler.read_transport(values["n"], timeout)
             return {"data": base64.b85encode(data).decode("ascii")}
         handler.write_transport(_b85decode(values["data"]), timeout)
@@ -469,6 +493,46 @@ class Server:
             except ValueError as exc:
                 raise InvalidParams(f"{method}: option {option.name}: {exc}") from None
         return values
+
+
+def fd_problem(read_fd: int | None, write_fd: int | None) -> str | None:
+    """What is wrong with the file descriptors a server is told to use, or None."""
+    if (read_fd is None) != (write_fd is None):
+        return "--read-fd and --write-fd go together"
+    for fd in (read_fd, write_fd):
+        if fd is not None:
+            try:
+                os.fstat(fd)
+            except OSError:
+                return f"file descriptor {fd} is not open"
+    return None
+
+
+def serve_on(server: Server, read_fd: int | None = None, write_fd: int | None = None) -> None:
+    """Answer requests from `read_fd` on `write_fd` (default: stdin and stdout) until the
+    client closes its end or SIGTERM comes (SystemExit 128 + 15), then close any open
+    transport. While serving on stdout, anything else printed goes to stderr, so nothing
+    but replies reaches the reply stream."""
+    if read_fd is None or write_fd is None:
+        read_fd, write_fd = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
+        sys.stdout.flush()
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        with os.fdopen(read_fd, "rb") as requests, os.fdopen(write_fd, "wb") as replies:
+            server.serve(requests, replies)
+    except BrokenPipeError:
+        log.info("the client closed its end")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        try:
+            server.handler.close_transport()
+        except Exception as exc:  # ending anyway: say so, and let the first error through
+            log.warning("could not close the transport: %s", exc)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _parse(line: bytes) -> Any:
@@ -546,8 +610,13 @@ def _path(values: Mapping[str, Any], name: str) -> Path:
 
 
 def _timeout(value: float | None) -> float | None:
-    if value is not None and (value < 0 or not math.isfinite(value)):
-        raise InvalidParams(f"timeout_sec must be 0 or more, or null, not {value!r}")
+    # Compared, not converted: an integer too big for a float must not raise here, and
+    # infinity (JSON's 1e400) fails the comparison like any other out-of-range value.
+    if value is not None and not 0 <= value <= MAX_TIMEOUT:
+        raise InvalidParams(
+            f"timeout_sec is from 0 to {MAX_TIMEOUT} (seconds), or null to wait without "
+            f"limit; got {value!r}"
+        )
     return None if value is None else float(value)
 
 

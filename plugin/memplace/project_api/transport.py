@@ -5,6 +5,8 @@ semihosting comes out of QEMU's stdout and stderr (read here merged, in order), 
 is written to QEMU's stdin is what the firmware reads with SYS_READ on a ":tt" handle.
 Reads and writes follow the Project API: a read returns 1 to n bytes or raises
 `IoTimeoutError` when none came in time; a write sends every byte or raises.
+
+Standard library only, like `server`: a generated project carries a copy of this module.
 """
 
 from __future__ import annotations
@@ -13,18 +15,46 @@ import os
 import select
 import time
 from pathlib import Path
+from typing import Protocol
 
-from memplace import process
-from memplace.project_api.server import IoTimeoutError, TransportClosedError
+from .server import IoTimeoutError, TransportClosedError
 
+# What a TVM session on the transport may expect of a firmware under QEMU, in seconds.
+TIMEOUTS = {
+    "session_start_retry_timeout_sec": 2.0,
+    "session_start_timeout_sec": 10.0,
+    "session_established_timeout_sec": 10.0,
+}
 # How long a closed console waits for its process's exit code, in seconds.
 _EXIT_WAIT = 5.0
+# The most bytes one read takes from the console: a pipe holds 64 KiB, and asking the
+# kernel for more would only make Python allocate a larger buffer first.
+_CHUNK = 64 * 1024
+
+
+class Running(Protocol):
+    """A started program: its argv, the file descriptors of its stdin and of its merged
+    stdout and stderr, and how to wait for it and stop it (`memplace.process.Running`,
+    or the copy `processes.Running` a generated project carries)."""
+
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+
+    @property
+    def stdin(self) -> int: ...
+
+    @property
+    def stdout(self) -> int: ...
+
+    def wait(self, timeout: float) -> int | None: ...
+
+    def stop(self) -> int: ...
 
 
 class ConsoleTransport:
-    """Bytes to and from a started process (`process.Running`)."""
+    """Bytes to and from a started program."""
 
-    def __init__(self, running: process.Running) -> None:
+    def __init__(self, running: Running) -> None:
         self.running = running
         self.closed = False
         os.set_blocking(running.stdout, False)
@@ -39,7 +69,7 @@ class ConsoleTransport:
             if not ready:
                 raise IoTimeoutError(f"no byte came from the firmware within {timeout:g} s")
             try:
-                data = os.read(self.running.stdout, n)
+                data = os.read(self.running.stdout, min(n, _CHUNK))
             except BlockingIOError:
                 continue
             if not data:

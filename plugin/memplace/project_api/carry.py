@@ -1,0 +1,106 @@
+"""What a generated project carries of the Project API, so that it can be served without
+memplace: `microtvm_api_server.py` (where microTVM looks for a project's server), byte
+copies of the standard-library modules it runs on, in `project_api/`, and
+`project_api/project.json`, which tells them what memplace knows of the project: the
+board's server info, the project options, the images and the exact argv of each runner.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from memplace import options as project_options
+from memplace import resources
+from memplace.board import Board
+from memplace.codegen import MANIFEST
+from memplace.errors import InputError
+from memplace.process import INSTALL_HINTS
+from memplace.project_api.standalone import DESCRIPTION, DESCRIPTION_VERSION, EMULATOR
+from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
+from memplace.scopes import valid_scopes
+
+log = logging.getLogger("memplace.project_api")
+
+SCRIPT = "microtvm_api_server.py"
+PACKAGE = "project_api"
+# The modules a project carries, copied byte for byte: each imports only the standard
+# library and the others (tests/test_project_api_carried.py checks both).
+CARRIED = ("client.py", "processes.py", "server.py", "standalone.py", "transport.py")
+# Tools the carried server runs whatever the board: CMake, Ninja and the compiler.
+_BUILD_TOOLS = ("arm-none-eabi-gcc", "cmake", "ninja")
+
+
+def carried_files(board: Board, rendered: Mapping[str, str]) -> dict[str, str]:
+    """The files, by path in the project, that let the project `render` made serve
+    itself. None for a project without a CMake project of its own (`library`): the
+    server would have nothing to build."""
+    if "CMakeLists.txt" not in rendered:
+        return {}
+    templates = resources.data_dir("firmware_templates") / PACKAGE
+    files = {
+        SCRIPT: (templates / SCRIPT).read_text(encoding="utf-8"),
+        f"{PACKAGE}/__init__.py": (templates / "__init__.py").read_text(encoding="utf-8"),
+    }
+    here = Path(__file__).resolve().parent
+    for name in CARRIED:
+        files[f"{PACKAGE}/{name}"] = (here / name).read_text(encoding="utf-8")
+    images = json.loads(rendered[MANIFEST])["images"]
+    files[DESCRIPTION] = json.dumps(describe_project(board, images), indent=2) + "\n"
+    return files
+
+
+def board_info(board: Board | None) -> dict[str, Any]:
+    """What `server_info_query` says of the board, or of no board."""
+    data = board.to_data() if board else {}
+    return {
+        "board": data.get("name"),
+        "memories": data.get("memories", {}),
+        "pools": data.get("pools", {}),
+        "contexts": data.get("contexts", {}),
+        "valid_scopes": valid_scopes(board) if board else [],
+    }
+
+
+def describe_project(board: Board, images: Mapping[str, str]) -> dict[str, Any]:
+    """The content of `project_api/project.json`; `images` are by core, relative to the
+    project, the booting core first."""
+    commands = runner_commands(board, {core: Path(path) for core, path in images.items()})
+    tools = {*_BUILD_TOOLS, *(argv[0] for argv in commands.values())}
+    return {
+        "memplace": DESCRIPTION_VERSION,
+        "board": board.name,
+        "board_info": board_info(board),
+        "project_options": [
+            option.to_json() for option in project_options.with_defaults(board=board.name)
+        ],
+        "runner": default_runner(board.to_data()),
+        "commands": commands,
+        "flash_settings": [item.name for item in fields(FlashRequest)],
+        "images": dict(images),
+        "install_hints": {
+            name: INSTALL_HINTS[name] for name in sorted(tools & INSTALL_HINTS.keys())
+        },
+    }
+
+
+def runner_commands(board: Board, images: Mapping[str, Path]) -> dict[str, list[str]]:
+    """The exact argv of each runner the project can use, run from the project folder:
+    QEMU's (as `memplace run` runs it) and the board's own flash command (as `memplace
+    flash DIR` runs it), each where the board has one."""
+    commands: dict[str, list[str]] = {}
+    if board.qemu_machine:
+        commands[EMULATOR] = QemuRunner(board.qemu_machine).command(images)
+    settings = board_flash(board.to_data())
+    if settings is not None and settings["runner"] in RUNNERS:
+        name = str(settings["runner"])
+        try:
+            runner = RUNNERS[name].for_flashing(FlashRequest().over(settings))
+            commands[name] = runner.flash_command(images)
+        except InputError as exc:  # `memplace flash` says so when it is asked to flash
+            log.debug("no flash command for board %s: %s", board.name, exc)
+    return commands

@@ -1,0 +1,121 @@
+"""How the server a generated project carries runs other programs: an argv list, logged
+quoted, with a timeout, killed with all its children when it overruns or the server ends.
+
+Standard library only, like `server`; memplace itself runs programs through
+`memplace.process`, which this mirrors for a server that cannot import memplace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO
+
+from .server import ServerError
+
+log = logging.getLogger("memplace.process")
+
+# What memplace exits with when a tool fails or is missing; it travels in `data`.
+TOOL_EXIT_CODE = 3
+
+
+class ToolError(ServerError):
+    """A tool is missing, failed or overran; named as memplace's own tool errors are."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, {"exit_code": TOOL_EXIT_CODE})
+
+
+def find_tool(name: str, hint: str | None = None) -> str:
+    """The path of tool `name`: beside the running Python first (a virtual environment's
+    bin holds cmake and ninja from PyPI), then on PATH. `hint` says how to install it."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise ToolError(f"{name} not found; install it: {hint or 'install ' + name}")
+    return found
+
+
+def run(argv: list[str], timeout: float, cwd: Path | None = None) -> tuple[int, str]:
+    """Run `argv` to completion: its exit code, and its stdout and stderr as one text."""
+    log.info("running: %s", shlex.join(argv))
+    child = _popen(argv, cwd, stdin=subprocess.DEVNULL)
+    try:
+        raw, _ = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(child)
+        raise ToolError(
+            f"{Path(argv[0]).name} did not finish within {timeout:g} s: {shlex.join(argv)}"
+        ) from None
+    except BaseException:
+        _kill(child)
+        raise
+    log.debug("%s exited with %d", Path(argv[0]).name, child.returncode)
+    return child.returncode, raw.decode("utf-8", errors="replace")
+
+
+class Running:
+    """A started program: its stdin, and its stdout and stderr merged (as file
+    descriptors). `stop` kills it with its children; calling it twice is fine."""
+
+    def __init__(self, argv: list[str], child: subprocess.Popen[bytes]) -> None:
+        if child.stdin is None or child.stdout is None:  # both were asked for as pipes
+            _kill(child)
+            raise ToolError(f"could not open pipes to {Path(argv[0]).name}")
+        self.argv = tuple(argv)
+        self._child = child
+        self._pipes: tuple[IO[bytes], ...] = (child.stdin, child.stdout)
+        self.stdin = child.stdin.fileno()
+        self.stdout = child.stdout.fileno()
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code, waiting up to `timeout` seconds for it; None if still running."""
+        try:
+            return self._child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self) -> int:
+        """Kill the program and its children if they still run; its exit code."""
+        if self._child.poll() is None:
+            _kill(self._child)
+        for pipe in self._pipes:
+            with contextlib.suppress(OSError):
+                pipe.close()
+        return self._child.wait()
+
+
+def start(argv: list[str], cwd: Path | None = None) -> Running:
+    """Start `argv` with pipes to its stdin and from its stdout and stderr (merged)."""
+    log.info("starting: %s", shlex.join(argv))
+    return Running(argv, _popen(argv, cwd, stdin=subprocess.PIPE))
+
+
+def _popen(argv: list[str], cwd: Path | None, stdin: int) -> subprocess.Popen[bytes]:
+    # A session of its own, so that killing its process group reaches its children too.
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+
+
+def _kill(child: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
