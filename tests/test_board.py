@@ -21,6 +21,7 @@ from memplace.board import (
     memory_map_data,
     memory_map_text,
 )
+from memplace.cli import main
 from memplace.errors import InputError
 
 
@@ -185,7 +186,8 @@ RULES: list[tuple[str, Change, str]] = [
     (
         "overlapping memories",
         _set("memories.dtcm.origin", 0x01100000),
-        r"cores.cpu0: core 'cpu0' sees memories 'sram' and 'dtcm' at overlapping addresses",
+        r"memories.dtcm.origin: core 'cpu0' sees memories 'sram' and 'dtcm' at overlapping "
+        r"addresses \(\[0x01000000, 0x01200000\) and \[0x01100000, 0x01180000\)\); move one",
     ),
     # Cores and their image layout.
     ("no cores", _set("cores", {}), r"cores: a board needs at least one core"),
@@ -304,7 +306,9 @@ RULES: list[tuple[str, Change, str]] = [
     (
         "pools overflow the memory",
         _set("pools.dtcm_ws.size", "500K"),
-        r"pools and stacks in memory 'dtcm' need 528384 bytes; it has 524288",
+        # Pools are reserved first: the stack is what no longer fits.
+        r"contexts.main.stack: pools and stacks in memory 'dtcm' need 528384 bytes; it has "
+        r"524288 \(pool dtcm_ws 500K, stack main.stack 16K\)",
     ),
     (
         "pools leave no room for the image",
@@ -337,6 +341,16 @@ RULES: list[tuple[str, Change, str]] = [
             d["contexts"]["main"].update(stack={"memory": "tiny", "size": 24}),
         ),
         r"pools.tiny_ws: does not fit in memory 'tiny' after alignment",
+    ),
+    (
+        "stack pushed out by alignment",
+        lambda d: (
+            d["memories"].update(
+                tiny={"origin": 0x70000004, "size": 104, "attrs": "rw", "access": ["cpu0"]}
+            ),
+            d["contexts"]["main"].update(stack={"memory": "tiny", "size": 104}),
+        ),
+        r"contexts.main.stack: does not fit in memory 'tiny' after alignment",
     ),
     # Contexts.
     ("no contexts", _set("contexts", {}), r"contexts: a board needs at least one context"),
@@ -379,7 +393,7 @@ RULES: list[tuple[str, Change, str]] = [
     (
         "stack too big",
         _set("contexts.main.stack.size", "300K"),
-        r"pools and stacks in memory 'dtcm' need",
+        r"contexts.main.stack: pools and stacks in memory 'dtcm' need 569344 bytes",
     ),
     (
         "stack size not a multiple of 8",
@@ -399,7 +413,54 @@ RULES: list[tuple[str, Change, str]] = [
     (
         "threads overflow the memory",
         _set("contexts.main.threads", 20),
-        r"pools and stacks in memory 'dtcm' need",
+        r"contexts.main.threads: pools and stacks in memory 'dtcm' need 606208 bytes; it has "
+        r"524288 \(pool dtcm_ws 256K, stack main.stack 16K, 20 thread stacks of main 16K each\)",
+    ),
+    (
+        "max_stack_alloca not a size",
+        _set("contexts.main.max_stack_alloca", "1Q"),
+        r"contexts.main.max_stack_alloca: expected a size such as 4096, 16K or 2M, got '1Q'",
+    ),
+    (
+        "max_stack_alloca negative",
+        _set("contexts.main.max_stack_alloca", -8),
+        r"contexts.main.max_stack_alloca: a size must be 0 or more, got -8",
+    ),
+    (
+        "priority on a thread",
+        _set("contexts.main.priority", 3),
+        r"contexts.main.priority: priority is an isr's exception priority; a thread context "
+        r"has none \(remove it\)",
+    ),
+    (
+        "stack hints not a list",
+        _set("stack_hints", {"recursion": []}),
+        r"stack_hints: expected a list",
+    ),
+    (
+        "stack hints entry not a mapping",
+        _set("stack_hints", ["newlib-nano"]),
+        r"stack_hints\[0\]: a stack hints entry is a mapping of indirect_calls, recursion",
+    ),
+    (
+        "stack hints unknown key",
+        _set("stack_hints", [{"recursoin": []}]),
+        r"stack_hints\[0\].recursoin: unknown key; did you mean 'recursion'\?",
+    ),
+    (
+        "stack hints wrong version",
+        _set("stack_hints", [{"memplace": "stack_hints/v2"}]),
+        r"stack_hints\[0\].memplace: this memplace reads stack_hints/v1, not 'stack_hints/v2'",
+    ),
+    (
+        "stack hints bad depth",
+        _set("stack_hints", [{"recursion": [{"function": "walk", "depth": 0}]}]),
+        r"stack_hints\[0\].recursion\[0\].depth: must be at least 1, got 0",
+    ),
+    (
+        "stack hints bad function name",
+        _set("stack_hints", [{"alloca": [{"function": "a b", "size": 8}]}]),
+        r"stack_hints\[0\].alloca\[0\].function: 'a b' is not a function name",
     ),
     (
         "max_stack_alloca above the stack",
@@ -564,6 +625,12 @@ def dual_data() -> dict[str, Any]:
 
 # Rules that need two cores, broken once on `dual_data`.
 DUAL_RULES: list[tuple[str, Change, str]] = [
+    (
+        "a view that overlaps another memory",
+        _set("memories.shared.views", {"cpu1": 0x20008000}),
+        r"memories.shared.views.cpu1: core 'cpu1' sees memories 'ram1' and 'shared' at "
+        r"overlapping addresses \(\[0x20000000, 0x20010000\) and \[0x20008000, 0x20108000\)\)",
+    ),
     (
         "view of a core without access",
         _set("memories.ram0.views", {"cpu1": 0x40000000}),
@@ -748,12 +815,13 @@ def test_error_names_the_exact_line_and_column(write_yaml: Callable[[str, str], 
         "access: [cpu0]}\n  ram: {origin: 0x20000000, size: 16K, "
         "attrs: rw, access: [cpu0]}\ncontexts:\n  main:\n"
         "    core: cpu0\n    stack: {memory: ram, size: 2K}\n"
-        "    priority: high\n",
+        "    max_stack_alloca: high\n",
     )
     with pytest.raises(InputError) as caught:
         Board.from_file(path)
     assert str(caught.value) == (
-        f"{path}:14:15: contexts.main.priority: expected a whole number, got 'high'"
+        f"{path}:14:23: contexts.main.max_stack_alloca: expected a size such as 4096, 16K or 2M, "
+        "got 'high'"
     )
 
 
@@ -868,3 +936,125 @@ def test_extends_checks_the_version_of_the_extending_file(
     path = write_yaml("a.yaml", "memplace: board/v2\nextends: qemu-mps3-an547\nname: a\n")
     with pytest.raises(InputError, match=r"a.yaml:1:11: memplace: this memplace reads board/v1"):
         Board.from_file(path)
+
+
+def test_extends_points_at_the_stack_that_no_longer_fits(
+    write_yaml: Callable[[str, str], Path],
+) -> None:
+    path = write_yaml(
+        "big.yaml",
+        "memplace: board/v1\nextends: qemu-mps3-an547\nname: big-stack\n"
+        "contexts:\n  main: {stack: {memory: dtcm, size: 300K}}\n",
+    )
+    with pytest.raises(InputError) as caught:
+        Board.from_file(path)
+    assert str(caught.value) == (
+        f"{path}:5:17: contexts.main.stack: pools and stacks in memory 'dtcm' need 569344 "
+        "bytes; it has 524288 (pool dtcm_ws 256K, stack main.stack 300K)"
+    )
+
+
+def test_extends_points_at_what_the_extending_file_sets(
+    write_yaml: Callable[[str, str], Path],
+) -> None:
+    # The base's stack is what passes the memory's end, but this file grew the pool.
+    path = write_yaml(
+        "mine.yaml",
+        "memplace: board/v1\nextends: qemu-mps3-an547\nname: mine\n"
+        "pools:\n  dtcm_ws: {memory: dtcm, size: 500K, kind: workspace}\n",
+    )
+    with pytest.raises(InputError) as caught:
+        Board.from_file(path)
+    assert str(caught.value) == (
+        f"{path}:5:12: pools.dtcm_ws: pools and stacks in memory 'dtcm' need 528384 bytes; it "
+        "has 524288 (pool dtcm_ws 500K, stack main.stack 16K)"
+    )
+    # Of what this file sets, the first area past the end: here the thread it adds.
+    path.write_text(path.read_text().replace("500K", "490K") + "contexts:\n  main: {threads: 1}\n")
+    with pytest.raises(InputError, match=r"mine.yaml:7:19: contexts.main.threads: pools and"):
+        Board.from_file(path)
+
+
+def test_extends_a_misspelt_board_suggests_the_nearest(
+    write_yaml: Callable[[str, str], Path],
+) -> None:
+    path = write_yaml("a.yaml", "memplace: board/v1\nextends: qemu-mps3-an574\nname: a\n")
+    with pytest.raises(InputError) as caught:
+        Board.from_file(path)
+    assert str(caught.value).startswith(
+        f"{path}:2:10: extends: no board 'qemu-mps3-an574' to extend (no bundled board and no "
+        f"file {path.parent / 'qemu-mps3-an574'}); did you mean 'qemu-mps3-an547'? valid: "
+    )
+
+
+@pytest.mark.parametrize(("value", "size"), [("1K", 1024), (0, 0), ("0", 0), (512, 512)])
+def test_max_stack_alloca_takes_a_size(board_data: dict[str, Any], value: Any, size: int) -> None:
+    board_data["contexts"]["main"]["max_stack_alloca"] = value
+    assert Board.from_data(board_data).contexts["main"].max_stack_alloca == size
+
+
+def test_an_isr_keeps_its_priority(board_data: dict[str, Any]) -> None:
+    board_data["contexts"]["tick"] = {
+        "core": "cpu0",
+        "kind": "isr",
+        "preempts": ["main"],
+        "priority": 7,
+    }
+    assert Board.from_data(board_data).contexts["tick"].priority == 7
+
+
+def test_stack_hints_are_read_with_their_positions(
+    write_yaml: Callable[[str, str], Path],
+) -> None:
+    path = write_yaml(
+        "mine.yaml",
+        "memplace: board/v1\nextends: qemu-mps3-an547\nname: mine\n"
+        "stack_hints:\n"
+        "  - indirect_calls:\n"
+        "      - {caller: dispatch, at: src/ops.c:42, targets: [op_add, op_mul]}\n"
+        "    recursion:\n"
+        "      - {function: walk_tree, depth: 12}\n"
+        "  - memplace: stack_hints/v1\n"
+        "    alloca: [{function: format_row, size: 256}]\n"
+        "    frames: [{function: switch_stacks, size: 64}]\n",
+    )
+    board = Board.from_file(path)
+    first, second = board.stack_hints
+    assert first.targets(("dispatch",), "src/ops.c:42") == ["op_add", "op_mul"]
+    assert first.recursion_depth(("walk_tree",)) == 12
+    assert str(first.recursion[0].mark) == f"{path}:8:20"
+    assert second.alloca_size(("format_row",)) == 256
+    assert second.frame_size(("switch_stacks",)) == 64
+    assert first.source == str(path)
+    assert load_board("qemu-mps3-an547").stack_hints == ()
+
+
+def test_stack_hints_errors_name_the_line_and_the_whole_key(
+    write_yaml: Callable[[str, str], Path],
+) -> None:
+    path = write_yaml(
+        "mine.yaml",
+        "memplace: board/v1\nextends: qemu-mps3-an547\nname: mine\n"
+        "stack_hints:\n"
+        "  - recursion:\n"
+        "      - {function: walk_tree, depth: 12}\n"
+        "      - {function: walk_tree, depth: 3}\n",
+    )
+    with pytest.raises(InputError) as caught:
+        Board.from_file(path)
+    assert str(caught.value) == (
+        f"{path}:7:20: stack_hints[0].recursion[1].function: walk_tree is given twice in "
+        f"recursion (first at {path}:6:20)"
+    )
+
+
+def test_boards_show_refuses_a_file_that_is_not_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_bytes(b"\xff\xfe")
+    assert main(["boards", "show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == f"memplace: error: {path}:1:1: not UTF-8 text (byte 0xff); save the file as UTF-8\n"
+    )

@@ -13,6 +13,8 @@ from memplace.cli import main
 from memplace.errors import PlanningError
 from memplace.explain import Room, explain, measure
 from memplace.planner import plan
+from memplace.planner.assign import _fits_nowhere, block_of
+from memplace.planner.blocks import Block
 from memplace.scopes import resolve_buffer
 from memplace.workload import Workload, WorkloadBuilder
 
@@ -149,3 +151,73 @@ def test_plan_explain_prints_the_pool_table_first(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert out.startswith("pool ")
     assert "\n\ninput: scope global, users main; candidates dtcm_ws, sram_ws, ddr_ws\n" in out
+
+
+def test_the_error_and_the_explanation_give_the_same_shortfall(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # act1 chooses first (largest), before input takes 490 bytes of sram_ws: what it lacks
+    # is measured beside everything else placed, at its worst step, by both.
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "memplace: workload/v1\nname: kws\nsteps: [conv1, dw1]\nbuffers:\n"
+        "  - {name: input, size: 490, live: [conv1, conv1], users: [main, npu0]}\n"
+        "  - {name: act1, size: 20M, live: [conv1, dw1], pools: [dtcm_ws, sram_ws]}\n"
+    )
+    assert main(["plan", "qemu-mps3-an547", str(path)]) == 1
+    error = capsys.readouterr().err
+    assert main(["plan", "qemu-mps3-an547", str(path), "--explain"]) == 1
+    out, explained_error = capsys.readouterr()
+    lacks = 20 * 1024 * 1024 + 490 - 1024 * 1024
+    assert (
+        error
+        == explained_error
+        == (
+            "memplace: error: act1 (20971520 bytes) fits nowhere: dtcm_ws lacks 20709376 bytes; "
+            f"sram_ws lacks {lacks} bytes\n"
+        )
+    )
+    assert f"  sram_ws: lacks {lacks} bytes at step conv1 (490 of 1048576 bytes held" in out
+    assert "  dtcm_ws: lacks 20709376 bytes at step conv1 (0 of 262144 bytes held" in out
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "greedy-size", "greedy-conflicts", "hill-climb"])
+def test_every_failed_buffer_is_explained_with_the_planner_figures(
+    board: Board, algorithm: str
+) -> None:
+    story = explain(board, _too_big(), algorithm=algorithm)
+    assert story.failed == ("huge", "big") and story.error is not None
+    huge = {room.place: room.lacks for room in story.story("huge").passed_over}
+    assert (
+        huge
+        == story.error.shortfalls
+        == {
+            "dtcm_ws": 20971520 + 204800 - 262144,
+            "sram_ws": 20971520 + 102400 - 1048576,
+            "ddr_ws": 20971520 - 12582912,
+        }
+    )
+    with pytest.raises(PlanningError) as caught:
+        plan(board, _too_big().without({"huge"}), algorithm=algorithm)
+    big = {room.place: room.lacks for room in story.story("big").passed_over}
+    assert big == caught.value.shortfalls == {"sram_ws": 1150976}
+
+
+def test_free_bytes_in_pieces_lack_what_the_first_fit_lacked(board: Board) -> None:
+    # Held bytes leave room for z at its worst step, but not in one gap (its first fit
+    # ended at 300K): the error gives what that first fit lacked.
+    workload = (
+        WorkloadBuilder("w", steps=2)
+        .buffer("x", "100K", 0, scope="global.dtcm_ws")
+        .buffer("z", "150K", (0, 1), scope="global.dtcm_ws")
+        .build()
+    )
+    options = resolve_buffer(board, workload.buffer("z"))
+    (dtcm_ws,) = options.places
+    x = Block(100 * 1024, 0, 0, 16)
+    with pytest.raises(PlanningError) as caught:
+        _fits_nowhere(
+            options, (300 * 1024,), {dtcm_ws: 256 * 1024}, block_of(options), [(dtcm_ws, x)]
+        )
+    assert caught.value.shortfalls == {"dtcm_ws": 44 * 1024}
+    assert str(caught.value) == "z (153600 bytes) fits nowhere: dtcm_ws lacks 45056 bytes"

@@ -16,6 +16,7 @@ from memplace import resources
 from memplace.board import Key
 from memplace.cli import main
 from memplace.schema import board_schema
+from memplace.verify import hints
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +107,11 @@ def _broken(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("pools.2fast", {"memory": "ddr", "kind": "workspace"}, "'2fast' does not match"),
         ("run.flash", {"runner": "pyocd"}, "'target' is a required property"),
         ("memplace", "board/v2", "'board/v1' was expected"),
+        ("contexts.main.max_stack_alloca", "1Q", "is not valid under any of the given schemas"),
+        ("contexts.main.priority", 1, "should not be valid"),
+        ("stack_hints", [{"recursoin": []}], "Additional properties are not allowed"),
+        ("stack_hints", [{"recursion": [{"function": "f"}]}], "'depth' is a required property"),
+        ("stack_hints", [{"memplace": "stack_hints/v2"}], "'stack_hints/v1' was expected"),
     ],
 )
 def test_schema_refuses_what_the_loader_refuses(
@@ -153,3 +159,31 @@ def test_schema_command_refuses_an_unknown_format(capsys: pytest.CaptureFixture[
     assert main(["schema", "bord"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("memplace: error: memplace schema: argument FORMAT: invalid choice")
+
+
+def test_the_schema_takes_sizes_for_max_stack_alloca_and_inline_stack_hints(
+    validator: jsonschema.Draft202012Validator, default_board: dict[str, Any]
+) -> None:
+    default_board["contexts"]["main"]["max_stack_alloca"] = "1K"
+    default_board["contexts"]["tick"] = {
+        "core": "cpu0",
+        "kind": "isr",
+        "preempts": "main",
+        "priority": 3,
+    }
+    default_board["stack_hints"] = [
+        {
+            "indirect_calls": [{"caller": "dispatch", "at": "ops.c:42", "targets": ["a", "b"]}],
+            "recursion": [{"function": "walk", "depth": 4}],
+        },
+        {"memplace": "stack_hints/v1", "alloca": [{"function": "fmt", "size": 0}]},
+    ]
+    assert _errors(validator, default_board) == []
+    loaded = board_module.Board.from_data(default_board)  # the loader takes it too
+    assert loaded.contexts["main"].max_stack_alloca == 1024 and len(loaded.stack_hints) == 2
+
+
+def test_stack_hints_schema_takes_the_keys_the_hints_reader_takes() -> None:
+    entry = board_schema()["$defs"]["stack_hints"]["items"]
+    assert list(entry["properties"]) == list(hints.KEYS)
+    assert entry["additionalProperties"] is False

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from memplace.cli import main
 from memplace.errors import InputError
 from memplace.workload import Workload, load_workload
 
@@ -229,6 +230,28 @@ RULES: list[tuple[str, Change, str]] = [
         lambda d: d["constants"][0].update(data="abc"),
         r"constants\[0\].data: unknown key",
     ),
+    (
+        "unknown top-level key",
+        lambda d: d.update(stack_hint=[]),
+        r"stack_hint: unknown key; did you mean 'stack_hints'\?",
+    ),
+    (
+        "stack hints entry not a mapping",
+        lambda d: d.update(stack_hints=[["walk"]]),
+        r"stack_hints\[0\]: a stack hints entry is a mapping",
+    ),
+    (
+        "stack hints bad alloca",
+        lambda d: d.update(stack_hints=[{"alloca": [{"function": "f", "size": -1}]}]),
+        r"stack_hints\[0\].alloca\[0\].size: must be at least 0, got -1",
+    ),
+    (
+        "stack hints bad site",
+        lambda d: d.update(
+            stack_hints=[{"indirect_calls": [{"caller": "f", "at": "x", "targets": []}]}]
+        ),
+        r"stack_hints\[0\].indirect_calls\[0\].at: expected file:line or file:line:column",
+    ),
 ]
 
 
@@ -240,3 +263,61 @@ def test_rule(
 ) -> None:
     change(small_workload_data)
     assert re.search(message, _error(tmp_path, small_workload_data))
+
+
+def test_stack_hints_are_read_with_their_positions(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "memplace: workload/v1\nname: w\nbuffers:\n  - {name: a, size: 16, live: 0}\n"
+        "stack_hints:\n"
+        "  - indirect_calls:\n"
+        "      - {caller: run_op, targets: [conv, pool]}\n"
+        "    frames: [{function: kernel_entry, size: 32}]\n"
+    )
+    (hints,) = load_workload(path).stack_hints
+    assert hints.targets(("run_op",), None) == ["conv", "pool"]
+    assert hints.frame_size(("kernel_entry",)) == 32
+    assert str(hints.indirect_calls[0].mark) == f"{path}:7:18"
+    assert (
+        Workload.from_data(
+            {
+                "memplace": "workload/v1",
+                "name": "w",
+                "buffers": [{"name": "a", "size": 1, "live": 0}],
+            }
+        ).stack_hints
+        == ()
+    )
+
+
+def test_a_control_character_is_an_input_error_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_bytes(b"memplace: workload/v1\nname: a\x07b\n")
+    assert main(["plan", "qemu-mps3-an547", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"memplace: error: {path}:2:8: not valid YAML: character #x0007 is not allowed in YAML "
+        "text (control characters are not, except tab and line breaks)\n"
+    )
+
+
+def test_a_buffer_copied_by_an_alias_is_a_name_used_twice(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "memplace: workload/v1\nname: x\nbuffers:\n - &a {name: b, size: 1, live: 0}\n - *a\n"
+    )
+    with pytest.raises(InputError) as caught:
+        load_workload(path)
+    assert str(caught.value) == f"{path}:5:4: b.name: name used twice in the workload"
+
+
+def test_aliases_share_a_list_of_users(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "memplace: workload/v1\nname: x\nbuffers:\n"
+        " - {name: a, size: 16, live: 0, users: &npu [main, npu0]}\n"
+        " - {name: b, size: 16, live: 0, users: *npu}\n"
+    )
+    workload = load_workload(path)
+    assert workload.buffer("b").users == ("main", "npu0")

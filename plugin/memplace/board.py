@@ -13,14 +13,19 @@ from __future__ import annotations
 import copy
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memplace import resources
 from memplace.errors import InputError, Mark
+from memplace.inline_hints import read_stack_hints
 from memplace.source import Document, Node, is_identifier, suggest
+
+if TYPE_CHECKING:
+    from memplace.verify.hints import StackHints
 
 VERSION = "board/v1"
 
@@ -92,6 +97,11 @@ BOARD_KEYS = (
     Key("pools", "planning pools carved out of memories"),
     Key("contexts", "execution contexts, each with a stack budget", required=True),
     Key("run", "how the board runs: under QEMU, or flashed through a debug probe"),
+    Key(
+        "stack_hints",
+        "what the call graph cannot tell about this board's code (indirect calls, recursion, "
+        "alloca, frames), each entry as in a stack_hints/v1 file",
+    ),
 )
 CORE_KEYS = (
     Key("cpu", "the -mcpu of this core", required=True),
@@ -113,7 +123,9 @@ LAYOUT_FIELDS = (
 RELEASE_KEYS = (
     Key("by", "the core whose startup code releases this one", required=True),
     Key("steps", "register writes that release it, in order"),
+    Key("handshake", "a start-up protocol instead of steps: rp2040-sio-fifo"),
 )
+RELEASE_HANDSHAKES = ("rp2040-sio-fifo",)
 STEP_KEYS = (
     Key("write", "address of a 32-bit register to write `value` to"),
     Key("set", "address of a 32-bit register in which to set the bits of `mask`"),
@@ -144,9 +156,12 @@ CONTEXT_KEYS = (
     Key(
         "threads", "worker threads this context starts, each with a stack like `stack` (default 0)"
     ),
-    Key("max_stack_alloca", "largest buffer planned on this stack under scope global (default 0)"),
+    Key(
+        "max_stack_alloca",
+        "bytes: largest buffer planned on this stack under scope global (default 0)",
+    ),
     Key("preempts", "contexts on the same core whose stacks this one runs on when it fires"),
-    Key("priority", "exception priority for isr (lower preempts higher), thread priority else"),
+    Key("priority", "isr only: exception priority 0..255, lower preempts higher (default 0)"),
 )
 STACK_KEYS = (
     Key("memory", "the memory the stack is in", required=True),
@@ -228,10 +243,12 @@ class ReleaseStep:
 
 @dataclass(frozen=True)
 class Release:
-    """How a core that does not start at reset is started: core `by` performs `steps`."""
+    """How a core that does not start at reset is started: core `by` performs `steps`, or
+    the start-up protocol `handshake` names."""
 
     by: str
     steps: tuple[ReleaseStep, ...]
+    handshake: str | None = None
 
 
 @dataclass(frozen=True)
@@ -352,6 +369,8 @@ class Board:
     qemu_machine: str | None
     source: str
     run: Run = field(default_factory=Run)
+    # Hint sets from the board file's `stack_hints:`, in file order.
+    stack_hints: tuple[StackHints, ...] = ()
 
     @classmethod
     def from_file(cls, path: Path) -> Board:
@@ -457,6 +476,8 @@ def _core_data(core: Core) -> dict[str, Any]:
                 for step in core.release.steps
             ],
         }
+        if core.release.handshake:
+            release["handshake"] = core.release.handshake
     return {
         "cpu": core.cpu,
         "float_abi": core.float_abi,
@@ -527,7 +548,10 @@ def _load_with_extends(path: Path, seen: tuple[Path, ...]) -> Document:
     bundled = resources.bundled_boards()
     base_path = bundled.get(spec) or (path.parent / spec)
     if not base_path.is_file():
-        raise parent.error(f"no board {spec!r} to extend; bundled: {', '.join(bundled)}")
+        raise parent.error(
+            f"no board {spec!r} to extend (no bundled board and no file {base_path}); "
+            f"{suggest(spec, bundled)}"
+        )
     if base_path.resolve() in seen:
         raise parent.error("boards extend each other in a circle")
     if not node.has("name"):
@@ -604,7 +628,7 @@ class _BoardReader:
         cores = {key: self._core(node, memories) for key, node in cores_node.items()}
         _check_releases(cores_node, cores)
         _check_shared_layouts(cores_node, cores)
-        _check_views(cores_node, cores, memories)
+        _check_views(root.child("memories"), cores, memories)
         pools_node = root.get("pools")
         pool_specs = [
             self._pool(key, node, memories, cores)
@@ -618,7 +642,7 @@ class _BoardReader:
         if not context_specs:
             raise contexts_node.error("a board needs at least one context")
         _check_contexts(contexts_node, context_specs, cores)
-        pools, stacks = _reserve(pool_specs, context_specs, memories, cores)
+        pools, stacks = _reserve(pool_specs, context_specs, memories, cores, self.doc.file)
         contexts = {spec.name: spec.build(stacks) for spec in context_specs}
         run = self._run()
         return Board(
@@ -632,6 +656,7 @@ class _BoardReader:
             qemu_machine=run.qemu.machine if run.qemu else None,
             source=self.doc.file,
             run=run,
+            stack_hints=read_stack_hints(root.get("stack_hints")),
         )
 
     def _board_name(self) -> str:
@@ -749,13 +774,10 @@ class _BoardReader:
                 "an isr is one handler; `threads` is for thread contexts"
             )
         entry = _entry(item.get("entry"), "main" if kind == "thread" else f"{key}_handler")
-        alloca = item.child("max_stack_alloca").integer() if item.has("max_stack_alloca") else 0
+        alloca_node = item.get("max_stack_alloca")
+        alloca = alloca_node.size(allow_zero=True) if alloca_node else 0
         _check_alloca(item, alloca, stack)
-        priority = item.child("priority").integer() if item.has("priority") else 0
-        if kind == "isr" and priority > MAX_PRIORITY:
-            raise item.child("priority").error(
-                f"an exception priority is 0..{MAX_PRIORITY}, got {priority}"
-            )
+        priority = _priority(item.get("priority"), kind)
         preempts_node = item.get("preempts")
         return _ContextSpec(
             name=name,
@@ -913,7 +935,12 @@ def _release(node: Node) -> Release:
     by = node.child("by").name()
     steps_node = node.get("steps")
     steps = tuple(_step(step) for step in steps_node.elements()) if steps_node else ()
-    return Release(by, steps)
+    handshake = None
+    if node.has("handshake"):
+        handshake = node.child("handshake").choice(RELEASE_HANDSHAKES)
+        if steps:
+            raise node.child("handshake").error("a release has steps or a handshake, not both")
+    return Release(by, steps, handshake)
 
 
 def _step(node: Node) -> ReleaseStep:
@@ -970,6 +997,21 @@ def _entry(node: Node | None, default: str) -> str:
     if entry in C_KEYWORDS:
         raise node.error(f"{entry!r} is a C keyword; name a function")
     return entry
+
+
+def _priority(node: Node | None, kind: str) -> int:
+    if node is None:
+        return 0
+    if kind != "isr":
+        # No scheduler runs thread contexts (a core starts on its first one): a thread
+        # priority would change nothing, so it is refused rather than silently ignored.
+        raise node.key_error(
+            "priority is an isr's exception priority; a thread context has none (remove it)"
+        )
+    priority = node.integer()
+    if priority > MAX_PRIORITY:
+        raise node.error(f"an exception priority is 0..{MAX_PRIORITY}, got {priority}")
+    return priority
 
 
 def _check_alloca(item: Node, alloca: int, stack: tuple[str, int] | None) -> None:
@@ -1037,22 +1079,28 @@ def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
                 )
 
 
-def _check_views(
-    cores_node: Node, cores: Mapping[str, Core], memories: Mapping[str, Memory]
-) -> None:
-    """No core may see two memories at overlapping addresses."""
+def _check_views(memories_node: Node, cores: Iterable[str], memories: Mapping[str, Memory]) -> None:
+    """No core may see two memories at overlapping addresses. The error points at the
+    address (the core's view, or else the origin) of the one declared later."""
+    order = list(memories)
     for core in cores:
         seen = sorted(
             (memory.address_for(core), memory.address_for(core) + memory.size, memory.name)
             for memory in memories.values()
             if core in memory.access
         )
-        for (_, low_end, low), (high_start, _, high) in itertools.pairwise(seen):
-            if high_start < low_end:
-                raise cores_node.child(core).error(
-                    f"core {core!r} sees memories {low!r} and {high!r} at overlapping addresses "
-                    f"(0x{high_start:08x} < 0x{low_end:08x})"
-                )
+        for (low_start, low_end, low), (high_start, high_end, high) in itertools.pairwise(seen):
+            if high_start >= low_end:
+                continue
+            later = max(low, high, key=order.index)
+            node = memories_node.child(later)
+            views = node.get("views")
+            address = views.child(core) if views and views.has(core) else node.child("origin")
+            raise address.error(
+                f"core {core!r} sees memories {low!r} and {high!r} at overlapping addresses "
+                f"([0x{low_start:08x}, 0x{low_end:08x}) and [0x{high_start:08x}, "
+                f"0x{high_end:08x})); move one"
+            )
 
 
 def _check_contexts(
@@ -1110,74 +1158,140 @@ def _align_down(value: int, align: int) -> int:
     return value - value % align
 
 
+@dataclass(frozen=True)
+class _Area:
+    """A pool or a stack to reserve in a memory, with the node an error about its room
+    points at (for a worker thread's stack: the context's `threads`)."""
+
+    label: str
+    size: int | None
+    node: Node
+    pool: _PoolSpec | None = None
+    stack: tuple[str, int] = ("", -1)  # (context, thread); thread -1: the context's own
+
+    def written_in(self, file: str) -> bool:
+        """Whether `file` sets this area's size (not a board it extends)."""
+        size = self.node.child("size") if self.node.has("size") else self.node
+        return size.doc.mark(size.path).file == file
+
+
+def _areas(memory: str, pools: list[_PoolSpec], contexts: list[_ContextSpec]) -> list[_Area]:
+    """What `memory` holds, in reservation order: pools as declared, then stacks (context
+    by context: its own, then its threads')."""
+    areas = [_Area(f"pool {p.name}", p.size, p.node, pool=p) for p in pools if p.memory == memory]
+    for c in contexts:
+        if c.stack is None or c.stack[0] != memory:
+            continue
+        stack_node = c.node.child("stack")
+        areas.append(_Area(f"stack {c.name}.stack", c.stack[1], stack_node, stack=(c.name, -1)))
+        threads_node = c.node.child("threads") if c.threads else stack_node
+        areas += [
+            _Area(f"stack {c.name}.thread{t}.stack", c.stack[1], threads_node, stack=(c.name, t))
+            for t in range(c.threads)
+        ]
+    return areas
+
+
+def _overflowing(areas: list[_Area], limit: int, file: str) -> _Area:
+    """The area to blame when `areas` need more than `limit` bytes: the first one that
+    takes the total past it, preferring those `file` sets over those of a board it extends
+    (then, if none of those passes the limit, the last that `file` sets)."""
+    passing, total = [], 0
+    for area in areas:
+        total += area.size or 0
+        if total > limit:
+            passing.append(area)
+    mine = [area for area in areas if area.written_in(file)]
+    return next((a for a in passing if a in mine), mine[-1] if mine else passing[0])
+
+
+def _room_error(areas: list[_Area], limit: int, file: str, message: str) -> InputError:
+    return _overflowing(areas, limit, file).node.error(f"{message} ({_listing(areas)})")
+
+
+def _listing(areas: list[_Area]) -> str:
+    """What the areas take, with a context's worker-thread stacks counted as one item."""
+    threads = Counter(a.stack[0] for a in areas if a.stack[1] >= 0)
+    parts = []
+    for area in areas:
+        size = human_size(area.size or 0)
+        if area.stack[1] < 0:
+            parts.append(f"{area.label} {size}")
+        elif area.stack[1] == 0:
+            parts.append(f"{threads[area.stack[0]]} thread stacks of {area.stack[0]} {size} each")
+    return ", ".join(parts)
+
+
 def _reserve(
     pools: list[_PoolSpec],
     contexts: list[_ContextSpec],
     memories: Mapping[str, Memory],
     cores: Mapping[str, Core],
+    file: str,
 ) -> tuple[dict[str, Pool], dict[tuple[str, int], Stack]]:
     """Give every pool and stack its address.
 
     In each memory, pools (in declaration order) then stacks (context by context: its own,
     then its threads') take the top; the image's own sections (vectors, code, data) grow from the
     bottom. A pool without a size takes what is left, which is only defined in a memory
-    that holds no image sections.
+    that holds no image sections. Errors about room blame an area `file` sets where they can.
     """
     image_memories = {m for core in cores.values() for m in core.layout.memories()}
     pool_result: dict[str, Pool] = {}
     stack_result: dict[tuple[str, int], Stack] = {}
     for memory in memories.values():
-        here = [p for p in pools if p.memory == memory.name]
-        stacks = [
-            (c, index)
-            for c in contexts
-            if c.stack and c.stack[0] == memory.name
-            for index in range(-1, c.threads)
-        ]
-        sized = sum(p.size or 0 for p in here) + sum(c.stack[1] for c, _ in stacks if c.stack)
-        open_ended = [p for p in here if p.size is None]
-        if len(open_ended) > 1:
-            raise open_ended[1].node.error(
-                f"only one pool in memory {memory.name!r} may leave out its size"
-            )
-        if open_ended and memory.name in image_memories:
-            raise open_ended[0].node.error(
-                f"give this pool a size: memory {memory.name!r} also holds image sections"
-            )
-        culprit = here[-1].node if here else stacks[-1][0].node if stacks else None
-        if culprit is not None and sized > memory.size:
-            raise culprit.error(
-                f"pools and stacks in memory {memory.name!r} need {sized} bytes; "
-                f"it has {memory.size}"
-            )
-        rest = memory.size - sized
-        if culprit is not None and memory.name in image_memories and rest < IMAGE_ROOM:
-            raise culprit.error(
-                f"pools and stacks leave {rest} bytes of memory {memory.name!r} for the image "
-                f"sections it holds; leave at least {IMAGE_ROOM}"
-            )
-        if open_ended and rest < POOL_ALIGN:
-            raise open_ended[0].node.error(f"no room left in memory {memory.name!r} for this pool")
+        here = _areas(memory.name, pools, contexts)
+        rest = _check_room(here, memory, memory.name in image_memories, file)
         cursor = memory.origin + memory.size
-        areas: list[tuple[_PoolSpec | tuple[_ContextSpec, int], int]] = [
-            *((p, p.size if p.size is not None else rest) for p in here),
-            *(((c, index), c.stack[1]) for c, index in stacks if c.stack),
-        ]
-        for spec, size in reversed(areas):
-            align = POOL_ALIGN if isinstance(spec, _PoolSpec) else STACK_ALIGN
+        for area in reversed(here):
+            size = area.size if area.size is not None else rest
+            align = POOL_ALIGN if area.pool is not None else STACK_ALIGN
             start = _align_down(cursor - size, align)
             if start < memory.origin:
-                node = spec.node if isinstance(spec, _PoolSpec) else spec[0].node
-                raise node.error(f"does not fit in memory {memory.name!r} after alignment")
-            if isinstance(spec, _PoolSpec):
+                raise area.node.error(f"does not fit in memory {memory.name!r} after alignment")
+            if area.pool is not None:
                 # An open-ended pool shrinks to stay inside the memory after alignment.
-                size = min(size, cursor - start) if spec.size is None else size
-                pool_result[spec.name] = Pool(spec.name, memory.name, spec.kind, size, start)
+                size = min(size, cursor - start) if area.size is None else size
+                pool = area.pool
+                pool_result[pool.name] = Pool(pool.name, memory.name, pool.kind, size, start)
             else:
-                stack_result[(spec[0].name, spec[1])] = Stack(memory.name, size, start)
+                stack_result[area.stack] = Stack(memory.name, size, start)
             cursor = start
     ordered_pools = {p.name: pool_result[p.name] for p in pools}
     return ordered_pools, stack_result
+
+
+def _check_room(here: list[_Area], memory: Memory, holds_image: bool, file: str) -> int:
+    """Check that the areas fit `memory`; the bytes they leave."""
+    sized = sum(area.size or 0 for area in here)
+    open_ended = [area for area in here if area.size is None]
+    if len(open_ended) > 1:
+        raise open_ended[1].node.error(
+            f"only one pool in memory {memory.name!r} may leave out its size"
+        )
+    if open_ended and holds_image:
+        raise open_ended[0].node.error(
+            f"give this pool a size: memory {memory.name!r} also holds image sections"
+        )
+    if sized > memory.size:
+        raise _room_error(
+            here,
+            memory.size,
+            file,
+            f"pools and stacks in memory {memory.name!r} need {sized} bytes; it has {memory.size}",
+        )
+    rest = memory.size - sized
+    if holds_image and here and rest < IMAGE_ROOM:
+        raise _room_error(
+            here,
+            memory.size - IMAGE_ROOM,
+            file,
+            f"pools and stacks leave {rest} bytes of memory {memory.name!r} for the image "
+            f"sections it holds; leave at least {IMAGE_ROOM}",
+        )
+    if open_ended and rest < POOL_ALIGN:
+        raise open_ended[0].node.error(f"no room left in memory {memory.name!r} for this pool")
+    return rest
 
 
 def human_size(size: int) -> str:

@@ -8,7 +8,9 @@ or that the bytes were free but not in one gap.
 
 When some buffer fits nowhere, the others are planned without it (and without any other
 that then fits nowhere), and each of its candidates is measured against that plan: the
-bytes it lacks are what the place would have to grow by to take the buffer as well.
+bytes it lacks are what the place would have to grow by to take the buffer as well. The
+planner's error measures the same way, and its figures are the ones printed, so the error
+line and the explanation never disagree.
 
 Only public results are read (`resolve`, `plan`, the `Plan`), so the explanation holds
 whatever algorithm the planner runs.
@@ -16,8 +18,8 @@ whatever algorithm the planner runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from memplace.board import Board
 from memplace.errors import PlanningError
@@ -115,13 +117,16 @@ def explain(board: Board, workload: Workload, algorithm: str = DEFAULT_ALGORITHM
     """Plan `workload` on `board` and say why each buffer went where it did."""
     candidates = resolve(board, workload)
     error: PlanningError | None = None
-    failed: list[str] = []
+    failed: dict[str, PlanningError] = {}
     try:
         result = plan(board, workload, algorithm=algorithm)
     except PlanningError as exc:
         error = exc
         result, failed = _plan_without_misfits(board, workload, algorithm, exc)
-    stories = tuple(_story(result, c) for c in candidates)
+    stories = tuple(
+        _story(result, c, failed[c.buffer.name].shortfalls if c.buffer.name in failed else {})
+        for c in candidates
+    )
     return Explanation(
         workload=workload,
         plan=None if error else result,
@@ -133,17 +138,20 @@ def explain(board: Board, workload: Workload, algorithm: str = DEFAULT_ALGORITHM
 
 def _plan_without_misfits(
     board: Board, workload: Workload, algorithm: str, error: PlanningError
-) -> tuple[Plan, list[str]]:
-    """A plan of every buffer that fits, and the names of those that fit nowhere."""
-    failed = [error.buffer]
+) -> tuple[Plan, dict[str, PlanningError]]:
+    """A plan of every buffer that fits, and the planner's error for each that fits
+    nowhere, in the order they failed."""
+    failed = {error.buffer: error}
     while True:
         try:
             return plan(board, workload.without(set(failed)), algorithm=algorithm), failed
         except PlanningError as again:
-            failed.append(again.buffer)
+            failed[again.buffer] = again
 
 
-def _story(result: Plan, candidates: Candidates) -> Story:
+def _story(result: Plan, candidates: Candidates, shortfalls: Mapping[str, int]) -> Story:
+    """The story of one buffer; `shortfalls` are the planner's figures for a buffer that
+    fits nowhere (by place), printed instead of measuring again."""
     name = candidates.buffer.name
     placement = next((p for p in result.placements if p.name == name), None)
     rooms = []
@@ -151,6 +159,8 @@ def _story(result: Plan, candidates: Candidates) -> Story:
         if placement is not None and place.label == placement.place:
             break
         room = measure(result, candidates, place.label)
+        if room is not None and place.label in shortfalls:
+            room = replace(room, lacks=shortfalls[place.label])
         if room is not None:
             rooms.append(room)
     return Story(candidates, placement, tuple(rooms))

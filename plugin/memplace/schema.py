@@ -15,13 +15,14 @@ from typing import Any
 
 from memplace import board
 from memplace.board import Key
+from memplace.verify import hints
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BOARD_ID = "urn:memplace:schema:board:v1"
 
 Schema = dict[str, Any]
 # Definitions shared by the complete and the partial form of the schema.
-_PRIMITIVES = ("name", "names", "address", "size")
+_PRIMITIVES = ("name", "names", "address", "size", "bytes", "stack_hints")
 
 
 class _Builder:
@@ -92,6 +93,61 @@ def _primitives() -> dict[str, Schema]:
                 {"type": "string", "pattern": r"^\s*\d+\s*[KM]?\s*$"},
             ]
         },
+        # A size that may be 0.
+        "bytes": {
+            "oneOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": r"^\s*\d+\s*[KM]?\s*$"},
+            ]
+        },
+        "stack_hints": _stack_hints(),
+    }
+
+
+def _stack_hints() -> Schema:
+    """A `stack_hints:` list: each entry what a stack_hints/v1 file holds (`memplace.verify.
+    hints` reads it; its own version key may be left out)."""
+    function = {"type": "string", "description": "as the symbol table spells it (nm)"}
+
+    def function_hint(value: str, minimum: int, description: str) -> Schema:
+        return {
+            "type": "array",
+            "description": description,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "function": function,
+                    value: {"type": "integer", "minimum": minimum},
+                },
+                "required": ["function", value],
+                "additionalProperties": False,
+            },
+        }
+
+    indirect = {
+        "type": "object",
+        "properties": {
+            "caller": function,
+            "at": {"type": "string", "description": "only the call at file:line[:column]"},
+            "targets": {"oneOf": [function, {"type": "array", "items": function}]},
+        },
+        "required": ["caller", "targets"],
+        "additionalProperties": False,
+    }
+    properties = {
+        "memplace": {"const": hints.VERSION},
+        "indirect_calls": {
+            "type": "array",
+            "description": "the functions an indirect call can reach",
+            "items": indirect,
+        },
+        "recursion": function_hint("depth", 1, "at most `depth` activations of a cycle"),
+        "alloca": function_hint("size", 0, "bytes of alloca and VLAs of one activation"),
+        "frames": function_hint("size", 0, "a function's own frame, where code is not followed"),
+    }
+    return {
+        "type": "array",
+        "items": {"type": "object", "properties": properties, "additionalProperties": False},
     }
 
 
@@ -110,6 +166,7 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                 "pools": b.named(b.ref("pool"), "planning pools"),
                 "contexts": b.named(b.ref("context"), "execution contexts"),
                 "run": b.ref("run"),
+                "stack_hints": b.ref("stack_hints"),
             },
             "a memplace board file: memory map, pools, cores, devices and contexts",
         ),
@@ -131,7 +188,11 @@ def _defs(b: _Builder) -> dict[str, Schema]:
         ),
         "release": b.object(
             board.RELEASE_KEYS,
-            {"by": b.ref("name"), "steps": {"type": "array", "items": b.ref("step")}},
+            {
+                "by": b.ref("name"),
+                "steps": {"type": "array", "items": b.ref("step")},
+                "handshake": {"enum": list(board.RELEASE_HANDSHAKES)},
+            },
             "how another core starts this one",
         ),
         "step": b.rules(
@@ -185,16 +246,17 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                     "entry": b.ref("name"),
                     "stack": b.ref("stack"),
                     "threads": {"type": "integer", "minimum": 1},
-                    "max_stack_alloca": {"type": "integer", "minimum": 0},
+                    "max_stack_alloca": b.ref("bytes"),
                     "preempts": b.ref("names"),
-                    "priority": {"type": "integer", "minimum": 0},
+                    "priority": {"type": "integer", "minimum": 0, "maximum": board.MAX_PRIORITY},
                 },
                 "an execution context with its stack budget",
             ),
-            # A thread needs a stack; an isr may run on the stacks it preempts.
+            # A thread needs a stack and has no priority; an isr may run on the stacks it
+            # preempts.
             **{
                 "if": {"properties": {"kind": {"const": "isr"}}, "required": ["kind"]},
-                "else": {"required": ["stack"]},
+                "else": {"required": ["stack"], "not": {"required": ["priority"]}},
             },
         ),
         "run": b.object(

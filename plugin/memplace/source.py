@@ -1,7 +1,9 @@
 """Loading YAML (and JSON) with positions, so that every error can name file:line:col.
 
 The loader is safe: it builds only plain scalars, lists and mappings, refuses tags such as
-`!!python/object`, and refuses a key repeated in one mapping.
+`!!python/object`, refuses a key repeated in one mapping, and copies YAML aliases (`*name`)
+only where they do not contain themselves and only up to `MAX_ALIAS_VALUES` values in all,
+so that a small file cannot expand into a huge one ("billion laughs").
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ Path_ = tuple[str | int, ...]
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([KM]?)\s*$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Values that aliases may copy in one file: far more than sharing a list of users between
+# buffers needs, and few enough to build in about a second.
+MAX_ALIAS_VALUES = 100_000
 
 
 @dataclass
@@ -31,6 +36,8 @@ class Document:
     marks: dict[Path_, Mark] = field(default_factory=dict)
     file: str = "<data>"
     key_marks: dict[Path_, Mark] = field(default_factory=dict)
+    # Where `data` sits in a larger document (see `part`): errors name the whole key.
+    prefix: Path_ = ()
 
     @classmethod
     def from_data(cls, data: Any, file: str = "<data>") -> Document:
@@ -39,64 +46,33 @@ class Document:
     @classmethod
     def from_file(cls, path: Path) -> Document:
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read file: {exc.strerror}", Mark(str(path), 1, 1)) from exc
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
+                _text_mark(str(path), raw[: exc.start].decode("utf-8")),
+            ) from exc
         return cls.from_text(text, str(path))
 
     @classmethod
     def from_text(cls, text: str, file: str) -> Document:
         try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = Mark(file, mark.line + 1, mark.column + 1) if mark else Mark(file, 1, 1)
-            raise InputError(f"not valid YAML: {exc.problem or exc.context}", where) from exc
+            node = yaml.compose(text, Loader=_Loader)
+        except yaml.YAMLError as exc:
+            raise _yaml_error(exc, text, file) from exc
+        except RecursionError as exc:
+            raise InputError("not valid YAML: nested too deeply", Mark(file, 1, 1)) from exc
         doc = cls(data=None, marks={}, file=file)
         if node is None:
             doc.data = {}
             doc.marks[()] = Mark(file, 1, 1)
             return doc
-        doc.data = doc._build(node, ())
+        doc.data = _Builder(doc).build(node, ())
         return doc
-
-    def _build(self, node: yaml.Node, path: Path_) -> Any:
-        self.marks[path] = self._mark(node)
-        if isinstance(node, yaml.MappingNode):
-            self._check_tag(node, "map")
-            result: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                key = self._scalar(key_node)
-                if not isinstance(key, str | int):
-                    raise InputError("keys must be names", self._mark(key_node))
-                key = str(key)
-                if key in result:
-                    raise InputError(
-                        "key given twice in one mapping",
-                        self._mark(key_node),
-                        self.key_name((*path, key)),
-                    )
-                self.key_marks[(*path, key)] = self._mark(key_node)
-                result[key] = self._build(value_node, (*path, key))
-            return result
-        if isinstance(node, yaml.SequenceNode):
-            self._check_tag(node, "seq")
-            return [self._build(item, (*path, index)) for index, item in enumerate(node.value)]
-        return self._scalar(node)
-
-    def _check_tag(self, node: yaml.Node, expected: str) -> None:
-        if node.tag != f"tag:yaml.org,2002:{expected}":
-            raise InputError(f"YAML tag {node.tag!r} is not allowed", self._mark(node))
-
-    def _scalar(self, node: yaml.Node) -> Any:
-        if not isinstance(node, yaml.ScalarNode):
-            raise InputError("expected a plain value here", self._mark(node))
-        if node.tag.startswith("tag:yaml.org,2002:") and node.tag.rsplit(":", 1)[1] in _SAFE_TAGS:
-            return _CONSTRUCTOR.construct_object(node, deep=True)
-        raise InputError(f"YAML tag {node.tag!r} is not allowed", self._mark(node))
-
-    def _mark(self, node: yaml.Node) -> Mark:
-        return Mark(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
 
     def mark(self, path: Path_) -> Mark:
         """The position of the value at `path`, or of its nearest ancestor that has one."""
@@ -122,11 +98,165 @@ class Document:
 
     def error(self, path: Path_, message: str, at_key: bool = False) -> InputError:
         mark = self.key_mark(path) if at_key else self.mark(path)
-        return InputError(message, mark, self.key_name(path) or None)
+        return InputError(message, mark, self.key_name((*self.prefix, *path)) or None)
+
+    def part(self, path: Path_, data: Any) -> Document:
+        """A document of its own for the value at `path` (given as `data`, which may add to
+        it), for a reader of another format: positions stay, and errors name the whole key."""
+        cut = len(path)
+        return Document(
+            data=data,
+            marks={p[cut:]: m for p, m in self.marks.items() if p[:cut] == path},
+            file=self.file,
+            key_marks={p[cut:]: m for p, m in self.key_marks.items() if p[:cut] == path},
+            prefix=(*self.prefix, *path),
+        )
 
 
 _SAFE_TAGS = {"str", "int", "float", "bool", "null"}
 _CONSTRUCTOR = yaml.SafeLoader("")
+
+
+def _text_mark(file: str, before: str) -> Mark:
+    """The position just after `before`, the text that precedes it in the file."""
+    line = before.count("\n") + 1
+    return Mark(file, line, len(before) - (before.rfind("\n") + 1) + 1)
+
+
+def _yaml_error(exc: yaml.YAMLError, text: str, file: str) -> InputError:
+    """PyYAML's error as one line at the position it names."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = Mark(file, mark.line + 1, mark.column + 1) if mark else Mark(file, 1, 1)
+        return InputError(f"not valid YAML: {exc.problem or exc.context}", where)
+    if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
+        return InputError(
+            f"not valid YAML: character #x{exc.character:04x} is not allowed in YAML text "
+            "(control characters are not, except tab and line breaks)",
+            _text_mark(file, text[: exc.position]),
+        )
+    return InputError(f"not valid YAML: {str(exc).splitlines()[0]}", Mark(file, 1, 1))
+
+
+class _Alias(yaml.Node):
+    """An alias (`*name`) kept as its own node, so that its position is known and the
+    builder decides how far it may be copied (PyYAML returns the anchored node itself)."""
+
+    id = "alias"
+
+    def __init__(self, anchor: str, target: yaml.Node, start_mark: Any, end_mark: Any) -> None:
+        super().__init__(target.tag, target, start_mark, end_mark)
+        self.anchor = anchor
+
+
+class _Loader(yaml.SafeLoader):
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            if event.anchor in self.anchors:
+                self.get_event()  # type: ignore[no-untyped-call]
+                return _Alias(
+                    event.anchor, self.anchors[event.anchor], event.start_mark, event.end_mark
+                )
+        return super().compose_node(parent, index)  # an undefined alias raises there
+
+
+class _Builder:
+    """Plain data from the node graph of one file, with the position of every node."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        # The mappings and lists being built, innermost last: an alias to one of them
+        # would copy a value into itself for ever.
+        self.open: list[yaml.Node] = []
+        self.alias_values = 0
+        # The outermost alias being copied, and where it is used.
+        self.alias: _Alias | None = None
+        self.alias_path: Path_ = ()
+
+    def build(self, node: yaml.Node, path: Path_) -> Any:
+        if isinstance(node, _Alias):
+            return self._alias(node, path)
+        if self.alias is not None:
+            self.alias_values += 1
+            if self.alias_values > MAX_ALIAS_VALUES:
+                raise InputError(
+                    f"YAML aliases here copy more than {MAX_ALIAS_VALUES} values; "
+                    "write the values out",
+                    self._mark(self.alias),
+                    self.doc.key_name(self.alias_path) or None,
+                )
+        self.doc.marks[path] = self._where(node)
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            self._check_tag(node, "seq")
+            self.open.append(node)
+            items = [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
+            self.open.pop()
+            return items
+        return self._scalar(node)
+
+    def _alias(self, node: _Alias, path: Path_) -> Any:
+        if any(node.value is open_node for open_node in self.open):
+            raise InputError(
+                f"alias *{node.anchor} is inside the value it names, so copying it never ends",
+                self._mark(node),
+                self.doc.key_name(path) or None,
+            )
+        if self.alias is not None:
+            return self.build(node.value, path)
+        self.alias, self.alias_path = node, path
+        try:
+            return self.build(node.value, path)
+        finally:
+            self.alias = None
+
+    def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
+        self._check_tag(node, "map")
+        self.open.append(node)
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self._key(key_node)
+            if key in result:
+                raise InputError(
+                    "key given twice in one mapping",
+                    self._mark(key_node),
+                    self.doc.key_name((*path, key)),
+                )
+            self.doc.key_marks[(*path, key)] = self._where(key_node)
+            result[key] = self.build(value_node, (*path, key))
+        self.open.pop()
+        return result
+
+    def _key(self, node: yaml.Node) -> str:
+        if node.tag == "tag:yaml.org,2002:merge":
+            raise InputError(
+                "merge keys (<<) are not supported; write the keys out", self._mark(node)
+            )
+        key = self._scalar(node.value if isinstance(node, _Alias) else node)
+        if not isinstance(key, str | int):
+            raise InputError("keys must be names", self._mark(node))
+        return str(key)
+
+    def _check_tag(self, node: yaml.Node, expected: str) -> None:
+        if node.tag != f"tag:yaml.org,2002:{expected}":
+            raise InputError(f"YAML tag {node.tag!r} is not allowed", self._mark(node))
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            raise InputError("expected a plain value here", self._mark(node))
+        if node.tag.startswith("tag:yaml.org,2002:") and node.tag.rsplit(":", 1)[1] in _SAFE_TAGS:
+            return _CONSTRUCTOR.construct_object(node, deep=True)
+        raise InputError(f"YAML tag {node.tag!r} is not allowed", self._mark(node))
+
+    def _mark(self, node: yaml.Node) -> Mark:
+        return Mark(self.doc.file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def _where(self, node: yaml.Node) -> Mark:
+        """Where a value is written; a value an alias copies is where the alias is, since
+        what is wrong with a copy (a name used twice) is wrong where it is used."""
+        return self._mark(self.alias or node)
 
 
 def is_identifier(text: str) -> bool:
@@ -216,18 +346,19 @@ class Node:
             raise self.error(f"must be at least {minimum}, got {self.value}")
         return self.value
 
-    def size(self) -> int:
-        """Bytes: an integer, or a number with a K (1024) or M (1024*1024) suffix."""
+    def size(self, allow_zero: bool = False) -> int:
+        """Bytes: an integer, or a number with a K (1024) or M (1024*1024) suffix; more
+        than 0 unless `allow_zero`."""
         if isinstance(self.value, int) and not isinstance(self.value, bool):
-            if self.value <= 0:
-                raise self.error(f"a size must be positive, got {self.value}")
-            return self.value
-        match = _SIZE.match(self.value) if isinstance(self.value, str) else None
-        if not match:
-            raise self.error(f"expected a size such as 4096, 16K or 2M, got {self.value!r}")
-        number = int(match.group(1)) * {"": 1, "K": 1024, "M": 1024 * 1024}[match.group(2)]
-        if number <= 0:
-            raise self.error(f"a size must be positive, got {self.value!r}")
+            number = self.value
+        else:
+            match = _SIZE.match(self.value) if isinstance(self.value, str) else None
+            if not match:
+                raise self.error(f"expected a size such as 4096, 16K or 2M, got {self.value!r}")
+            number = int(match.group(1)) * {"": 1, "K": 1024, "M": 1024 * 1024}[match.group(2)]
+        if number < 0 or (number == 0 and not allow_zero):
+            least = "0 or more" if allow_zero else "positive"
+            raise self.error(f"a size must be {least}, got {self.value!r}")
         return number
 
     def choice(self, choices: Iterable[str]) -> str:

@@ -17,12 +17,17 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memplace.errors import InputError, Mark
+from memplace.inline_hints import read_stack_hints
 from memplace.source import Document, Node, Path_, suggest
 
+if TYPE_CHECKING:
+    from memplace.verify.hints import StackHints
+
 VERSION = "workload/v1"
+WORKLOAD_KEYS = ("memplace", "name", "steps", "buffers", "constants", "stack_hints")
 DEFAULT_ALIGN = 16
 DEFAULT_SCOPE = "global"
 BUFFER_KEYS = ("name", "size", "align", "live", "scope", "users", "pools", "dynamic", "priority")
@@ -73,6 +78,8 @@ class Workload:
     steps: tuple[str, ...]
     buffers: tuple[Buffer, ...]
     source: str = "<data>"
+    # Hint sets from the workload file's `stack_hints:` (about the code that runs it).
+    stack_hints: tuple[StackHints, ...] = ()
 
     @classmethod
     def from_file(cls, path: Path) -> Workload:
@@ -222,7 +229,7 @@ class _WorkloadReader:
             raise root.error(f"missing 'memplace: {VERSION}' at the top of the workload file")
         if version.value != VERSION:
             raise version.error(f"this memplace reads {VERSION}, not {version.value!r}")
-        root.mapping(("memplace", "name", "steps", "buffers", "constants"), required=("name",))
+        root.mapping(WORKLOAD_KEYS, required=("name",))
         name = root.child("name").name()
         steps = self._steps()
         buffers = [self._buffer(node, "buffer", steps) for node in self._list("buffers")]
@@ -244,7 +251,13 @@ class _WorkloadReader:
             if item.kind == "constant":
                 item = replace(item, first=0, last=len(steps) - 1)
             placed.append(item)
-        return Workload(name=name, steps=tuple(steps), buffers=tuple(placed), source=self.doc.file)
+        return Workload(
+            name=name,
+            steps=tuple(steps),
+            buffers=tuple(placed),
+            source=self.doc.file,
+            stack_hints=read_stack_hints(root.get("stack_hints")),
+        )
 
     def _list(self, key: str) -> list[Node]:
         node = self.root.get(key)

@@ -13,7 +13,7 @@ The objective, in order of importance:
 first fit spills, or fits nowhere, then gets a second chance at each faster candidate
 whose lower bound admits it, with an offset search for that place and that buffer added.
 A buffer that fits nowhere after that is a planning error naming each candidate and how
-many bytes its first fit lacked there.
+many bytes it lacks there at its worst step (as `--explain` measures it).
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def assign_places(
     _second_chances(blocks, order, options, sizes, chosen, offset, seconds)
     for i in order:
         if chosen[i] < 0:
-            _fits_nowhere(candidates[i], first.ends(i), capacities)
+            placed = [(places[p], blocks[j]) for j, p in enumerate(chosen) if p >= 0]
+            _fits_nowhere(candidates[i], first.ends(i), capacities, blocks[i], placed)
     return Assigned(
         place=tuple(places[p] for p in chosen),
         offset=tuple(offset),
@@ -168,15 +169,30 @@ class _LiveBytes:
 
 
 def _fits_nowhere(
-    options: Candidates, ends: Sequence[int | None], capacities: dict[Place, int]
+    options: Candidates,
+    ends: Sequence[int | None],
+    capacities: dict[Place, int],
+    block: Block,
+    placed: Sequence[tuple[Place, Block]],
 ) -> None:
+    """Raise the error for a buffer that fits in none of its candidates. What each lacks is
+    measured as `memplace plan --explain` measures it: at the buffer's worst step, the bytes
+    the buffers `placed` there hold, plus its own, minus the capacity. Where that would fit
+    but no gap did (the bytes free are scattered), it is what its first fit lacked."""
+    shortfalls = {}
+    for place, end in zip(options.places, ends, strict=True):
+        line = [0] * (block.last - block.first + 2)
+        for where, other in placed:
+            low, high = max(other.first, block.first), min(other.last, block.last)
+            if where == place and low <= high:
+                line[low - block.first] += other.size
+                line[high - block.first + 1] -= other.size
+        lacks = max(itertools.accumulate(line[:-1])) + block.size - capacities[place]
+        if lacks <= 0 and end is not None:
+            lacks = end - capacities[place]
+        shortfalls[place.label] = max(lacks, 0)
     buffer = options.buffer
-    shortfalls = {
-        place.label: end - capacities[place]
-        for place, end in zip(options.places, ends, strict=True)
-        if end is not None
-    }
-    lacks = "; ".join(f"{label} lacks {bytes_} bytes" for label, bytes_ in shortfalls.items())
+    lacks_text = "; ".join(f"{label} lacks {bytes_} bytes" for label, bytes_ in shortfalls.items())
     raise PlanningError(
-        f"{buffer.name} ({buffer.size} bytes) fits nowhere: {lacks}", buffer.name, shortfalls
+        f"{buffer.name} ({buffer.size} bytes) fits nowhere: {lacks_text}", buffer.name, shortfalls
     )
