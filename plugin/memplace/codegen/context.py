@@ -13,17 +13,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memplace.board import POOL_ALIGN, Board, Context, Core
+from memplace.board import CPUS, POOL_ALIGN, RELEASE_HANDSHAKES, Board, Context, Core
 from memplace.codegen.checksum import fnv1a
 from memplace.errors import InputError
+from memplace.planner.arena import Arena, user_core
+from memplace.planner.arena import arenas as plan_arenas
 from memplace.planner.model import Placement, Plan, PoolUsage
 
 # Core exceptions the exerciser can raise by itself (ICSR bit that pends each one), and
-# the byte of the System Handler Priority Registers that sets its priority.
+# where its priority field lies: the System Handler Priority Register word and the field's
+# first bit. Armv6-M allows only word accesses to these registers.
 PENDABLE = {
-    "SysTick_Handler": {"icsr_bit": 26, "shpr": 0xE000ED23},
-    "PendSV_Handler": {"icsr_bit": 28, "shpr": 0xE000ED22},
+    "SysTick_Handler": {"icsr_bit": 26, "shpr": 0xE000ED20, "shift": 24},
+    "PendSV_Handler": {"icsr_bit": 28, "shpr": 0xE000ED20, "shift": 16},
 }
+# Priority bits every core of an architecture implements (the top bits of each 8-bit
+# field): exactly 2 on Armv6-M and Armv8-M Baseline, at least 3 elsewhere. Priorities are
+# written into those bits only, so they mean the same on every implementation.
+PRIORITY_BITS = {"armv6-m": 2, "armv8-m.base": 2}
+DEFAULT_PRIORITY_BITS = 3
 # Bytes of the frame each ISR's own work puts on the stack it lands on.
 ISR_FRAME = 64
 
@@ -66,10 +74,7 @@ def pool_owner(board: Board, pool: PoolUsage) -> str:
 
 def exercising_core(board: Board, placement: Placement, users: dict[str, tuple[str, ...]]) -> str:
     """The core whose exerciser fills and checks a placement: its first user context's."""
-    for user in users.get(placement.name, ()):
-        if user in board.contexts:
-            return board.contexts[user].core
-    return next(iter(board.cores))
+    return user_core(board, users.get(placement.name, ()))
 
 
 MAILBOX_BYTES = 128
@@ -127,7 +132,9 @@ def project_context(
     board: Board, plan: Plan, options: RenderOptions, users: dict[str, tuple[str, ...]]
 ) -> dict[str, Any]:
     name = plan.workload
+    _check_releases(board)
     pools = [_pool(board, plan, usage, options) for usage in plan.pools]
+    all_arenas = arenas(board, plan, users)
     placements = [
         {
             "name": p.name,
@@ -136,6 +143,7 @@ def project_context(
             "size": p.size,
             "address": plan.address(p) or 0,
             "symbol": pool_symbol(name, p.pool or ""),
+            "dynamic": p.dynamic,
         }
         for p in plan.placements
     ]
@@ -149,7 +157,13 @@ def project_context(
         "multicore": len(board.cores) > 1,
         "steps": list(plan.steps),
         "pools": pools,
-        "arenas": arenas(plan),
+        "arenas": all_arenas,
+        "arena_pools": sorted({a["pool"] for a in all_arenas}, key=list(board.pools).index),
+        "arena_cores": [
+            {"core": core, "arenas": [a for a in all_arenas if a["core"] == core]}
+            for core in board.cores
+            if any(a["core"] == core for a in all_arenas)
+        ],
         "placements": placements,
         "stacks": [
             {"context": s.context, "budget": s.budget, "address": s.address} for s in plan.stacks
@@ -285,13 +299,9 @@ def _core(
         copies.insert(0, ".text")
     mine = [p for p in plan.placements if exercising_core(board, p, users) == core.name]
     isrs = [c for c in board.contexts.values() if c.core == core.name and c.kind == "isr"]
-    for isr in isrs:
-        if isr.entry not in PENDABLE and options.project_type == "exerciser":
-            raise InputError(
-                f"the exerciser can raise ISR contexts on "
-                f"{' or '.join(PENDABLE)}, not {isr.entry!r}",
-                key=f"contexts.{isr.name}.entry",
-            )
+    if options.project_type == "exerciser":
+        for isr in isrs:
+            _check_raisable(isr, core)
     entry = "app_main" if options.project_type == "app" else main.entry
     return {
         "name": core.name,
@@ -336,7 +346,7 @@ def _core(
         ],
         "main_stack": main.name,
         "entry": entry,
-        "isrs": [_isr(isr) for isr in isrs],
+        "isrs": [_isr(isr, core) for isr in isrs],
         "mailbox": box,
         "releases": [
             _release(board, other)
@@ -351,11 +361,7 @@ def _core(
             for p in mine
             if p.kind == "buffer" and p.pool is not None and not p.dynamic
         ],
-        "arenas": [
-            a
-            for a in arenas(plan)
-            if any(b["name"] in {p.name for p in mine} for b in a["buffers"])
-        ],
+        "arenas": [a for a in arenas(board, plan, users) if a["core"] == core.name],
         "constants": [_checked(plan.workload, p) for p in mine if p.kind == "constant"],
         "stack_buffers": [
             _checked(plan.workload, p) for p in plan.placements if p.stack == main.name
@@ -365,47 +371,54 @@ def _core(
     }
 
 
-def arenas(plan: Plan) -> list[dict[str, Any]]:
-    """One arena per workspace pool that holds dynamic buffers: the span of their
-    reservations, [lowest offset, highest end), handed out at run time."""
-    result = []
-    for usage in plan.pools:
-        dynamic = sorted(
-            (p for p in plan.in_place(usage.name) if p.dynamic), key=lambda p: (p.offset, p.name)
-        )
-        if not dynamic:
+def arenas(board: Board, plan: Plan, users: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+    """Every core's arena in every pool that holds dynamic buffers of that core: the block
+    the plan reserved for them (`planner.arena`), handed out at run time."""
+    return [_arena(plan, arena) for arena in plan_arenas(board, plan, users)]
+
+
+def _arena(plan: Plan, arena: Arena) -> dict[str, Any]:
+    members = [plan.placement(name) for name in arena.buffers]
+    return {
+        "pool": arena.pool,
+        "core": arena.core,
+        "symbol": pool_symbol(plan.workload, arena.pool),
+        "offset": arena.offset,
+        "capacity": arena.size,
+        "buffers": [
+            {"name": p.name, "size": p.size, "align": p.align, "first": p.first, "last": p.last}
+            for p in sorted(members, key=lambda p: p.first)
+        ],
+    }
+
+
+def _check_releases(board: Board) -> None:
+    """Every released core can be started by the code memplace generates."""
+    for core in board.cores.values():
+        if core.release is None or core.release.steps or core.release.handshake:
             continue
-        start = dynamic[0].offset
-        end = max(p.offset + p.size for p in dynamic)
-        result.append(
-            {
-                "pool": usage.name,
-                "symbol": pool_symbol(plan.workload, usage.name),
-                "offset": start,
-                "capacity": end - start,
-                "buffers": [
-                    {
-                        "name": p.name,
-                        "size": p.size,
-                        "align": p.align,
-                        "first": p.first,
-                        "last": p.last,
-                    }
-                    for p in dynamic
-                ],
-            }
+        raise InputError(
+            f"core {core.name} is released by {core.release.by}, but the board lists no "
+            f"release steps or handshake, so the generated startup code cannot start it; add "
+            f"the register `steps` that release it, or `handshake: {RELEASE_HANDSHAKES[0]}`",
+            key=f"cores.{core.name}.release",
         )
-    return result
 
 
 def _release(board: Board, core: Core) -> dict[str, Any]:
     assert core.release is not None
     main = main_context(board, core.name)
     assert main.stack is not None
+    by = core.release.by
+    vectors = board.memories[core.layout.vectors]
     return {
         "core": core.name,
         "context": main.name,
         "budget": main.stack.size,
+        "handshake": core.release.handshake,
+        # The vector table the core starts from, as it sees it and as its releaser does.
+        "vectors": core.boot,
+        "vectors_seen": core.boot - vectors.address_for(core.name) + vectors.address_for(by),
         "steps": [
             {"action": step.action, "address": step.address, "value": step.value}
             for step in core.release.steps
@@ -417,8 +430,30 @@ def _held_by_others(board: Board, memory: str) -> list[str]:
     return [core.name for core in board.cores.values() if memory in core.layout.memories()]
 
 
-def _isr(context: Context) -> dict[str, Any]:
-    pend = PENDABLE.get(context.entry, {"icsr_bit": 0, "shpr": 0})
+def _priority_bits(core: Core) -> int:
+    return PRIORITY_BITS.get(CPUS[core.cpu], DEFAULT_PRIORITY_BITS)
+
+
+def _check_raisable(isr: Context, core: Core) -> None:
+    """The exerciser raises an ISR context itself, at the priority the board gives it."""
+    if isr.entry not in PENDABLE:
+        raise InputError(
+            f"the exerciser can raise ISR contexts on {' or '.join(PENDABLE)}, not {isr.entry!r}",
+            key=f"contexts.{isr.name}.entry",
+        )
+    bits = _priority_bits(core)
+    if isr.priority >= 1 << bits:
+        raise InputError(
+            f"the exerciser sets ISR priorities in the {bits} priority bits that every "
+            f"{CPUS[core.cpu]} core implements, 0..{(1 << bits) - 1}; got {isr.priority} "
+            f"on {core.cpu}",
+            key=f"contexts.{isr.name}.priority",
+        )
+
+
+def _isr(context: Context, core: Core) -> dict[str, Any]:
+    pend = PENDABLE.get(context.entry, {"icsr_bit": 0, "shpr": 0, "shift": 0})
+    bits = _priority_bits(core)
     return {
         "name": context.name,
         "entry": context.entry,
@@ -426,6 +461,8 @@ def _isr(context: Context) -> dict[str, Any]:
         "preempts": list(context.preempts),
         "icsr_bit": pend["icsr_bit"],
         "shpr": pend["shpr"],
+        "shpr_mask": 0xFF << pend["shift"],
+        "shpr_value": ((context.priority << (8 - bits)) & 0xFF) << pend["shift"],
         "frame": ISR_FRAME,
     }
 

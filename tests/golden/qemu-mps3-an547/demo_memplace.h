@@ -58,7 +58,8 @@ struct demo_constant_pools {
 extern const struct demo_workspace_pools demo_workspace_pools;
 extern const struct demo_constant_pools demo_constant_pools;
 
-/* Buffers and constants: size, and offset in their pool (absent for stack buffers). */
+/* Buffers and constants: size, and offset in their pool (absent for stack buffers, and
+ * for dynamic buffers, whose memory comes from their pool's arena at run time). */
 #define DEMO_INPUT_SIZE 49152u
 #define DEMO_INPUT_OFFSET 98304u
 #define DEMO_INPUT_ADDRESS 0x20054000u
