@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from memplace.codegen import render
 from memplace.planner import plan
 from memplace.project import write_project
 from memplace.workload import Workload
-from test_stack_soundness import build_program
+from test_stack_soundness import PROLOGUE, build_program
 
 pytestmark = pytest.mark.qemu
 
@@ -265,3 +266,52 @@ def test_a_hint_naming_no_function_is_an_input_error(
     assert (
         f"{hints}:3:16: stack hints: no function 'wlak' in the images; did you mean 'walk'?" in err
     )
+
+
+def test_hints_written_in_the_workload_travel_with_the_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stack_hints:` in the workload file bound the recursion for `memplace verify DIR`
+    with no --stack-hints, because the project keeps a copy of them."""
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "main.c").write_text(PROLOGUE + textwrap.dedent(RECURSIVE))
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "memplace: workload/v1\nname: w\nbuffers:\n  - {name: a, size: 256, live: [0, 0]}\n"
+        "stack_hints:\n  - recursion: [{function: depth_first, depth: 5}]\n"
+    )
+    out = tmp_path / "p"
+    argv = ["qemu-mps3-an547", str(workload), "--out", str(out)]
+    argv += ["--project-type", "app", "--sources", str(sources)]
+    assert main(["check", *argv, "--json"]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    kept = (out / "memplace" / "stack_hints" / "workload-0.yaml").read_text()
+    assert "of the workload file w.yaml" in kept and str(tmp_path) not in kept
+    code, report = verify_json(out, capsys)
+    assert code == 0, report
+    (stack,) = report["stacks"]
+    assert stack["measured"] <= stack["static_bound"]
+    # Without the hint the same program is unbounded: the kept copy is what bounds it.
+    (out / "memplace" / "stack_hints" / "workload-0.yaml").unlink()
+    code, report = verify_json(out, capsys)
+    assert code == 1 and report["stacks"][0]["static_bound"] is None
+
+
+def test_a_kept_hint_naming_no_function_names_the_kept_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "b.yaml"
+    board.write_text(
+        "memplace: board/v1\nextends: qemu-mps3-an547\nname: b\n"
+        "stack_hints:\n  - alloca: [{function: no_such_function, size: 8}]\n"
+    )
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "memplace: workload/v1\nname: w\nbuffers:\n  - {name: a, size: 256, live: [0, 0]}\n"
+    )
+    out = tmp_path / "p"
+    assert main(["check", str(board), str(workload), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "memplace/stack_hints/board-0.yaml:" in err
+    assert "no function 'no_such_function' in the images" in err

@@ -22,6 +22,7 @@ from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, def
 from memplace.scopes import resolve
 from memplace.source import suggest
 from memplace.verify import Report, RunLog, StackHints, parse_run, verify
+from memplace.verify.hints import project_hint_files
 from memplace.workload import Workload
 
 RUN_RECORD = "run.json"
@@ -50,6 +51,9 @@ def generate(
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
     files = render(board, result, project_type, options, users)
     files.update(carried_files(board, files))  # the project's own Project API server
+    files.update(
+        project_hint_files([("board", board.stack_hints), ("workload", workload.stack_hints)])
+    )
     write_project(files, out, force=force)
     return result
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from memplace.project import Project
 from memplace.verify.elf import check_images
 from memplace.verify.formats import to_junit, to_sarif, write_reports
-from memplace.verify.hints import StackHints, load_hints
+from memplace.verify.hints import StackHints, load_hints, project_hints
 from memplace.verify.image import Image
 from memplace.verify.report import CHECKS, Finding, Report, StackReport
 from memplace.verify.runlog import RunLog, parse_run
@@ -39,8 +39,12 @@ def verify(
     objects: Path | None = None,
 ) -> Report:
     """Every finding about `project`: placement from its images, static stack bounds from
-    their call graphs (bounded further by `hints`; GCC's .su and .ci files read from
-    `objects` when the image was built elsewhere), and with a run, the measured stacks."""
+    their call graphs (bounded further by the hints the project keeps and by `hints`; GCC's
+    .su and .ci files read from `objects` when the image was built elsewhere), and with a
+    run, the measured stacks."""
+    kept = project_hints(project.folder)
+    if kept is not None:
+        hints = kept if hints is None else kept.merged(hints)
     images = {core: Image.from_file(path) for core, path in project.images.items()}
     findings = check_images(project, images)
     graphs = {core: graph_of(project, core, image, objects) for core, image in images.items()}

@@ -28,6 +28,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from memplace.errors import InputError, Mark
 from memplace.source import Document, Node, suggest
@@ -134,6 +137,21 @@ class StackHints:
             source=doc.file,
         )
 
+    def to_data(self) -> dict[str, Any]:
+        """The hints as a stack hints file spells them."""
+        data: dict[str, Any] = {"memplace": VERSION}
+        if self.indirect_calls:
+            data["indirect_calls"] = [_indirect_data(hint) for hint in self.indirect_calls]
+        groups = (
+            ("recursion", "depth", self.recursion),
+            ("alloca", "size", self.alloca),
+            ("frames", "size", self.frames),
+        )
+        for key, value_key, group in groups:
+            if group:
+                data[key] = [{"function": h.function, value_key: h.value} for h in group]
+        return data
+
     def names(self) -> list[tuple[str, Mark]]:
         """Every function the hints of a user's file name, with where (bundled sets, made
         for whatever a library may link, are left out)."""
@@ -168,7 +186,19 @@ class StackHints:
         return sorted({target for hint in chosen for target in hint.targets})
 
 
+def _indirect_data(hint: IndirectHint) -> dict[str, Any]:
+    data: dict[str, Any] = {"caller": hint.caller}
+    if hint.at is not None:
+        data["at"] = str(hint.at)
+    data["targets"] = list(hint.targets)
+    return data
+
+
 BUNDLED_DIR = Path(__file__).parent / "stack_hints"
+
+# Where a generated project keeps the hints its board and workload files gave, so that
+# `memplace verify DIR` bounds the stacks with them as `memplace check` does.
+PROJECT_HINTS_DIR = "memplace/stack_hints"
 
 
 def bundled_hints() -> dict[str, Path]:
@@ -195,6 +225,26 @@ def load_hints(specs: Sequence[str | Path]) -> StackHints | None:
             )
         merged = hints if merged is None else merged.merged(hints)
     return merged
+
+
+def project_hint_files(sets: Sequence[tuple[str, Sequence[StackHints]]]) -> dict[str, str]:
+    """One stack hints file per hint set, by path in a project: `sets` holds (role, its
+    hint sets), the role being the file they were written in (`board`, `workload`)."""
+    files = {}
+    for role, hint_sets in sets:
+        for index, hints in enumerate(hint_sets):
+            origin = Path(hints.source).name
+            text = yaml.safe_dump(hints.to_data(), sort_keys=False, width=100)
+            header = f"# From stack_hints[{index}] of the {role} file {origin}; regenerate with\n"
+            header += "# `memplace generate` after changing it there.\n"
+            files[f"{PROJECT_HINTS_DIR}/{role}-{index}.yaml"] = header + text
+    return files
+
+
+def project_hints(folder: Path) -> StackHints | None:
+    """The hints a generated project keeps (see `project_hint_files`), merged."""
+    paths = sorted((folder / PROJECT_HINTS_DIR).glob("*.yaml"))
+    return load_hints(paths) if paths else None
 
 
 def _items(root: Node, key: str) -> list[Node]:
