@@ -149,7 +149,23 @@ class _Alias(yaml.Node):
         self.anchor = anchor
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser (when PyYAML was built with it) under PyYAML's own composer: the parser
+# is where the time goes, and the composer is where aliases are kept apart (below).
+_Parser: Any = yaml.cyaml.CParser if yaml.__with_libyaml__ else yaml.parser.Parser
+
+
+class _Loader(
+    yaml.composer.Composer, _Parser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver
+):
+    def __init__(self, stream: str) -> None:
+        _Parser.__init__(self, stream)
+        if _Parser is yaml.parser.Parser:
+            yaml.reader.Reader.__init__(self, stream)
+            yaml.scanner.Scanner.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]
