@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memplace.errors import InputError
+from memplace import resources, source
 from memplace.source import Document, Node, suggest
 
 
@@ -160,3 +161,36 @@ def test_a_size_that_may_be_zero_is_not_negative() -> None:
     doc = Document.from_text("size: -1\n", "f.yaml")
     with pytest.raises(InputError, match=r"f.yaml:1:7: size: a size must be 0 or more, got -1"):
         Node(doc, ("size",)).size(allow_zero=True)
+
+
+@pytest.fixture(params=["libyaml", "python"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test below runs with libyaml's parser and with PyYAML's own (the fallback)."""
+    if request.param == "python":
+        monkeypatch.setattr(source, "_Loader", source._loader(source._PythonParser))
+    return str(request.param)
+
+
+BOARD_TEXT = resources.bundled_boards()["qemu-mps3-an547"].read_text()
+
+
+def test_both_parsers_read_a_board_to_the_same_data_and_positions(parser: str) -> None:
+    doc = Document.from_text(BOARD_TEXT, "b.yaml")
+    reference = Document.from_text(BOARD_TEXT, "b.yaml")
+    assert doc.data == reference.data and doc.marks == reference.marks
+    assert str(doc.mark(("memories", "dtcm", "size"))).startswith("b.yaml:")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a: [1\n", "x.yaml:2:1"),
+        ("a: 1\n\tb: 2\n", "x.yaml:2:1"),
+        ("a: &x [*x]\n", "x.yaml:1:8"),
+        ("a: b\x07\n", "x.yaml:1:5"),
+    ],
+)
+def test_both_parsers_place_errors_alike(parser: str, text: str, where: str) -> None:
+    with pytest.raises(InputError) as caught:
+        Document.from_text(text, "x.yaml")
+    assert str(caught.value).startswith(where), (parser, str(caught.value))

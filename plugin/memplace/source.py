@@ -149,32 +149,43 @@ class _Alias(yaml.Node):
         self.anchor = anchor
 
 
-# libyaml's parser (when PyYAML was built with it) under PyYAML's own composer: the parser
-# is where the time goes, and the composer is where aliases are kept apart (below).
-_Parser: Any = yaml.cyaml.CParser if yaml.__with_libyaml__ else yaml.parser.Parser
-
-
-class _Loader(
-    yaml.composer.Composer, _Parser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver
-):
+class _PythonParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
     def __init__(self, stream: str) -> None:
-        _Parser.__init__(self, stream)
-        if _Parser is yaml.parser.Parser:
-            yaml.reader.Reader.__init__(self, stream)
-            yaml.scanner.Scanner.__init__(self)
-        yaml.composer.Composer.__init__(self)
-        yaml.constructor.SafeConstructor.__init__(self)
-        yaml.resolver.Resolver.__init__(self)
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            if event.anchor in self.anchors:
-                self.get_event()  # type: ignore[no-untyped-call]
-                return _Alias(
-                    event.anchor, self.anchors[event.anchor], event.start_mark, event.end_mark
-                )
-        return super().compose_node(parent, index)  # an undefined alias raises there
+
+def _loader(parser: Any) -> Any:
+    """A loader that composes with PyYAML's composer (where aliases are kept apart, below)
+    over `parser`'s events."""
+
+    class Loader(
+        yaml.composer.Composer,
+        parser,  # type: ignore[misc]
+        yaml.constructor.SafeConstructor,
+        yaml.resolver.Resolver,
+    ):
+        def __init__(self, stream: str) -> None:
+            parser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+        def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                if event.anchor in self.anchors:
+                    self.get_event()
+                    target = self.anchors[event.anchor]
+                    return _Alias(event.anchor, target, event.start_mark, event.end_mark)
+            return super().compose_node(parent, index)  # an undefined alias raises there
+
+    return Loader
+
+
+# libyaml's parser where PyYAML was built with it: parsing is where the time goes.
+_Loader = _loader(getattr(yaml.cyaml, "CParser", None) or _PythonParser)
 
 
 class _Builder:
