@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memplace.errors import InputError
 from memplace import resources, source
+from memplace.errors import InputError
 from memplace.source import Document, Node, suggest
 
 
