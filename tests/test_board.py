@@ -243,6 +243,12 @@ RULES: list[tuple[str, Change, str]] = [
         r"cores.cpu0.layout.code: code needs a memory with 'rx'; 'dtcm' is 'rw'",
     ),
     (
+        "vectors outside the load memory",
+        _set("cores.cpu0.layout.vectors", "sram"),
+        r"cores.cpu0.layout.vectors: the vector table must be in the load memory 'itcm', where "
+        r"the image is when the core starts; set vectors: itcm",
+    ),
+    (
         "boot outside the vectors memory",
         _set("cores.cpu0.boot", 0x01000000),
         r"cores.cpu0.boot: the boot address must lie in the vectors memory 'itcm' "

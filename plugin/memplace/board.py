@@ -904,6 +904,13 @@ def _layout(node: Node, core: str, memories: Mapping[str, Memory]) -> Layout:
             )
         _check_layout_attrs(part, key, memories[memory])
         chosen[key] = memory
+    if chosen["vectors"] != chosen["load"]:
+        # The core reads its vector table at reset, before any code of the image could
+        # copy it anywhere: it must be where the image is programmed.
+        raise node.child("vectors").error(
+            f"the vector table must be in the load memory {chosen['load']!r}, where the image "
+            f"is when the core starts; set vectors: {chosen['load']}"
+        )
     return Layout(**chosen)
 
 
