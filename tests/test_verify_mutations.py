@@ -156,7 +156,7 @@ def test_junit_and_sarif_carry_the_findings(
 def test_verify_needs_objdump(
     built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("memplace.process.shutil.which", lambda name: None)
+    monkeypatch.setattr("memplace.project_api.processes.shutil.which", lambda name: None)
     assert main(["verify", str(built)]) == 3
     assert "arm-none-eabi-objdump not found" in capsys.readouterr().err
 

@@ -1,8 +1,9 @@
 """How the server a generated project carries runs other programs: an argv list, logged
 quoted, with a timeout, killed with all its children when it overruns or the server ends.
 
-Standard library only, like `server`; memplace itself runs programs through
-`memplace.process`, which this mirrors for a server that cannot import memplace.
+Standard library only, like `server`, so that it can travel with a project. memplace
+itself runs programs through `memplace.process`, which is this module with memplace's own
+error class on top.
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ def find_tool(name: str, hint: str | None = None) -> str:
     return found
 
 
-def run(argv: list[str], timeout: float, cwd: Path | None = None) -> tuple[int, str]:
-    """Run `argv` to completion: its exit code, and its stdout and stderr as one text."""
+def run(
+    argv: list[str], timeout: float, cwd: Path | None = None, hint: str | None = None
+) -> tuple[int, str]:
+    """Run `argv` to completion: its exit code, and its stdout and stderr as one text.
+    `hint` says how to install the program, should it be missing."""
     log.info("running: %s", shlex.join(argv))
-    child = _popen(argv, cwd, stdin=subprocess.DEVNULL)
+    child = _popen(argv, cwd, subprocess.DEVNULL, hint)
     try:
         raw, _ = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -77,6 +81,10 @@ class Running:
         self.stdin = child.stdin.fileno()
         self.stdout = child.stdout.fileno()
 
+    def poll(self) -> int | None:
+        """The exit code once the program has ended, else None."""
+        return self._child.poll()
+
     def wait(self, timeout: float) -> int | None:
         """The exit code, waiting up to `timeout` seconds for it; None if still running."""
         try:
@@ -87,6 +95,7 @@ class Running:
     def stop(self) -> int:
         """Kill the program and its children if they still run; its exit code."""
         if self._child.poll() is None:
+            log.debug("stopping %s", Path(self.argv[0]).name)
             _kill(self._child)
         for pipe in self._pipes:
             with contextlib.suppress(OSError):
@@ -94,13 +103,15 @@ class Running:
         return self._child.wait()
 
 
-def start(argv: list[str], cwd: Path | None = None) -> Running:
+def start(argv: list[str], cwd: Path | None = None, hint: str | None = None) -> Running:
     """Start `argv` with pipes to its stdin and from its stdout and stderr (merged)."""
     log.info("starting: %s", shlex.join(argv))
-    return Running(argv, _popen(argv, cwd, stdin=subprocess.PIPE))
+    return Running(argv, _popen(argv, cwd, subprocess.PIPE, hint))
 
 
-def _popen(argv: list[str], cwd: Path | None, stdin: int) -> subprocess.Popen[bytes]:
+def _popen(
+    argv: list[str], cwd: Path | None, stdin: int, hint: str | None
+) -> subprocess.Popen[bytes]:
     # A session of its own, so that killing its process group reaches its children too.
     try:
         return subprocess.Popen(
@@ -111,6 +122,8 @@ def _popen(argv: list[str], cwd: Path | None, stdin: int) -> subprocess.Popen[by
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    except FileNotFoundError as exc:
+        raise ToolError(f"{argv[0]} not found; install it: {hint or 'install ' + argv[0]}") from exc
     except OSError as exc:
         raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
 
