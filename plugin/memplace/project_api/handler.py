@@ -22,9 +22,9 @@ from memplace.errors import InputError, MemplaceError
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
 from memplace.project_api.carry import board_info
-from memplace.project_api.server import Server, TransportClosedError, fd_problem, serve_on
+from memplace.project_api.server import Server, fd_problem, serve_on
 from memplace.project_api.standalone import PLATFORM_NAME
-from memplace.project_api.transport import TIMEOUTS, ConsoleTransport
+from memplace.project_api.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.runners import FlashRequest, QemuRunner, default_runner
 from memplace.workload import load_workload
 
@@ -51,7 +51,7 @@ def describe(exc: BaseException) -> dict[str, Any] | None:
     return data
 
 
-class MemplaceHandler:
+class MemplaceHandler(TransportMethods):
     """The work behind each Project API method."""
 
     def __init__(self, board: Board | None = None, project: Path | None = None) -> None:
@@ -160,23 +160,6 @@ class MemplaceHandler:
         self.close_transport()
         self.transport = ConsoleTransport(QemuRunner(project.qemu_machine).start(project.images))
         return dict(TIMEOUTS)
-
-    def close_transport(self) -> None:
-        if self.transport is not None:
-            code = self.transport.close()
-            log.info("transport closed; QEMU exit code %d", code)
-            self.transport = None
-
-    def read_transport(self, n: int, timeout_sec: float | None) -> bytes:
-        return self._transport().read(n, timeout_sec)
-
-    def write_transport(self, data: bytes, timeout_sec: float | None) -> None:
-        self._transport().write(data, timeout_sec)
-
-    def _transport(self) -> ConsoleTransport:
-        if self.transport is None:
-            raise TransportClosedError("no transport is open; call open_transport first")
-        return self.transport
 
     def _project(self) -> Path:
         if self.project is None:

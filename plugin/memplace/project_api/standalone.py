@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .processes import ToolError, find_tool, run, start
-from .server import ProjectOption, Server, ServerError, TransportClosedError, fd_problem, serve_on
-from .transport import TIMEOUTS, ConsoleTransport
+from .server import ProjectOption, Server, ServerError, fd_problem, serve_on
+from .transport import TIMEOUTS, ConsoleTransport, TransportMethods
 
 log = logging.getLogger("memplace.project_api")
 
@@ -93,7 +93,7 @@ class CarriedProject:
         return find_tool(name, self.install_hints.get(name))
 
 
-class ProjectHandler:
+class ProjectHandler(TransportMethods):
     """The work behind each Project API method, for the project the server sits in."""
 
     def __init__(self, project: CarriedProject) -> None:
@@ -179,23 +179,6 @@ class ProjectHandler:
         started = start([self.project.tool(argv[0]), *argv[1:]], cwd=self.project.folder)
         self.transport = ConsoleTransport(started)
         return dict(TIMEOUTS)
-
-    def close_transport(self) -> None:
-        if self.transport is not None:
-            code = self.transport.close()
-            log.info("transport closed; QEMU exit code %d", code)
-            self.transport = None
-
-    def read_transport(self, n: int, timeout_sec: float | None) -> bytes:
-        return self._transport().read(n, timeout_sec)
-
-    def write_transport(self, data: bytes, timeout_sec: float | None) -> None:
-        self._transport().write(data, timeout_sec)
-
-    def _transport(self) -> ConsoleTransport:
-        if self.transport is None:
-            raise TransportClosedError("no transport is open; call open_transport first")
-        return self.transport
 
     def _runner(self, options: Mapping[str, Any]) -> str:
         runner = options.get("runner") or self.project.runner

@@ -11,6 +11,7 @@ Standard library only, like `server`: a generated project carries a copy of this
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import time
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Protocol
 
 from .server import IoTimeoutError, TransportClosedError
+
+log = logging.getLogger("memplace.project_api")
 
 # What a TVM session on the transport may expect of a firmware under QEMU, in seconds.
 TIMEOUTS = {
@@ -112,6 +115,30 @@ class ConsoleTransport:
             f"the firmware's console closed: {Path(self.running.argv[0]).name} {what}",
             {"exit_code": code},
         )
+
+
+class TransportMethods:
+    """The Project API's transport calls over the console a handler opened, shared by
+    `memplace serve` and a project's own server (which open it each their own way)."""
+
+    transport: ConsoleTransport | None = None
+
+    def close_transport(self) -> None:
+        if self.transport is not None:
+            code = self.transport.close()
+            log.info("transport closed; QEMU exit code %d", code)
+            self.transport = None
+
+    def read_transport(self, n: int, timeout_sec: float | None) -> bytes:
+        return self._transport().read(n, timeout_sec)
+
+    def write_transport(self, data: bytes, timeout_sec: float | None) -> None:
+        self._transport().write(data, timeout_sec)
+
+    def _transport(self) -> ConsoleTransport:
+        if self.transport is None:
+            raise TransportClosedError("no transport is open; call open_transport first")
+        return self.transport
 
 
 def _left(deadline: float | None) -> float | None:
