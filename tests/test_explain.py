@@ -3,6 +3,7 @@ buffer that fits nowhere how many bytes each candidate lacks at its worst step."
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -221,3 +222,40 @@ def test_free_bytes_in_pieces_lack_what_the_first_fit_lacked(board: Board) -> No
         )
     assert caught.value.shortfalls == {"dtcm_ws": 44 * 1024}
     assert str(caught.value) == "z (153600 bytes) fits nowhere: dtcm_ws lacks 45056 bytes"
+
+
+def test_explain_as_json_says_why_even_when_a_buffer_fits_nowhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "memplace: workload/v1\nname: w\nsteps: [a, b]\nbuffers:\n"
+        "  - {name: big, size: 2M, live: [a, b], scope: global.sram_ws}\n"
+        "  - {name: small, size: 1K, live: b, users: [main, npu0]}\n"
+    )
+    assert main(["plan", "qemu-mps3-an547", str(path), "--explain", "--json"]) == 1
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert report["plan"] is None and report["fits_nowhere"] == ["big"]
+    big, small = report["buffers"]
+    assert big["chosen"] is None and big["candidates"] == ["sram_ws"]
+    (room,) = big["passed_over"]
+    assert (room["place"], room["lacks"], room["worst_step"]) == ("sram_ws", 1049600, "b")
+    assert small["chosen"] == "sram_ws" and small["users"] == ["main", "npu0"]
+    assert {"place": "dtcm_ws", "why": "npu0 cannot reach memory dtcm"} in small["excluded"]
+    assert "fits nowhere: sram_ws lacks 1049600 bytes" in err
+
+
+def test_explain_as_json_carries_the_plan_and_writes_the_picture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memplace.resources import demo_workload
+
+    svg = tmp_path / "plan.svg"
+    argv = ["plan", "qemu-mps3-an547", str(demo_workload()), "--explain", "--json"]
+    assert main([*argv, "--svg", str(svg), "--time-limit", "2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["plan"]["memplace"] == "plan/v1" and report["fits_nowhere"] == []
+    by_name = {story["name"]: story for story in report["buffers"]}
+    assert by_name["im2col"]["chosen"] == "main.stack"
+    assert svg.read_text().startswith("<svg")

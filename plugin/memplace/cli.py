@@ -274,13 +274,19 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     board, workload = _inputs(args)
-    if args.explain and not args.json:
-        story = explain(board, workload, algorithm=args.algorithm)
-        if story.plan is not None:
-            print(pool_table(story.plan))
-            print()
-        print(story.text())
+    if args.explain:
+        story = explain(board, workload, algorithm=args.algorithm, time_limit=args.time_limit)
+        if args.json:
+            # Printed even when some buffer fits nowhere: saying why is the point.
+            sys.stdout.write(json.dumps(story.to_json(), indent=2) + "\n")
+        else:
+            if story.plan is not None:
+                print(pool_table(story.plan))
+                print()
+            print(story.text())
         story.raise_failure()
+        if args.svg is not None and story.plan is not None:
+            args.svg.write_text(render_svg(story.plan), encoding="utf-8")
         return 0
     result = plan(board, workload, algorithm=args.algorithm, time_limit=args.time_limit)
     if args.svg is not None:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from memplace.board import Board
 from memplace.errors import PlanningError
-from memplace.planner import DEFAULT_ALGORITHM, plan
+from memplace.planner import DEFAULT_ALGORITHM, DEFAULT_TIME_LIMIT, plan
 from memplace.planner.blocks import Block, first_fit
 from memplace.planner.model import Placement, Plan
 from memplace.scopes import Candidates, Place, resolve
@@ -107,22 +108,37 @@ class Explanation:
             lines += _story_lines(story, steps)
         return "\n".join(lines)
 
+    def to_json(self) -> dict[str, Any]:
+        """What `plan --explain --json` prints: the plan (null when some buffer fits
+        nowhere), the buffers that fit nowhere, and every buffer's story."""
+        steps = self.workload.steps
+        return {
+            "plan": None if self.plan is None else self.plan.to_json(),
+            "fits_nowhere": list(self.failed),
+            "buffers": [_story_json(story, steps) for story in self.stories],
+        }
+
     def raise_failure(self) -> None:
         """Raise the planner's error when some buffer fits nowhere."""
         if self.error is not None:
             raise self.error
 
 
-def explain(board: Board, workload: Workload, algorithm: str = DEFAULT_ALGORITHM) -> Explanation:
+def explain(
+    board: Board,
+    workload: Workload,
+    algorithm: str = DEFAULT_ALGORITHM,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+) -> Explanation:
     """Plan `workload` on `board` and say why each buffer went where it did."""
     candidates = resolve(board, workload)
     error: PlanningError | None = None
     failed: dict[str, PlanningError] = {}
     try:
-        result = plan(board, workload, algorithm=algorithm)
+        result = plan(board, workload, algorithm=algorithm, time_limit=time_limit)
     except PlanningError as exc:
         error = exc
-        result, failed = _plan_without_misfits(board, workload, algorithm, exc)
+        result, failed = _plan_without_misfits(board, workload, algorithm, time_limit, exc)
     stories = tuple(
         _story(result, c, failed[c.buffer.name].shortfalls if c.buffer.name in failed else {})
         for c in candidates
@@ -137,14 +153,15 @@ def explain(board: Board, workload: Workload, algorithm: str = DEFAULT_ALGORITHM
 
 
 def _plan_without_misfits(
-    board: Board, workload: Workload, algorithm: str, error: PlanningError
+    board: Board, workload: Workload, algorithm: str, time_limit: float, error: PlanningError
 ) -> tuple[Plan, dict[str, PlanningError]]:
     """A plan of every buffer that fits, and the planner's error for each that fits
     nowhere, in the order they failed."""
     failed = {error.buffer: error}
     while True:
+        fitting = workload.without(set(failed))
         try:
-            return plan(board, workload.without(set(failed)), algorithm=algorithm), failed
+            return plan(board, fitting, algorithm=algorithm, time_limit=time_limit), failed
         except PlanningError as again:
             failed[again.buffer] = again
 
@@ -222,6 +239,32 @@ def _story_lines(story: Story, steps: Sequence[str]) -> list[str]:
         p = story.placement
         lines.append(f"  -> {p.place} at offset {p.offset}: {p.reason}")
     return lines
+
+
+def _story_json(story: Story, steps: Sequence[str]) -> dict[str, Any]:
+    c = story.candidates
+    p = story.placement
+    return {
+        "name": story.name,
+        "scope": c.buffer.scope,
+        "users": list(c.users),
+        "candidates": [place.label for place in c.places],
+        "excluded": [{"place": place.label, "why": why} for place, why in c.excluded],
+        "passed_over": [
+            {
+                "place": room.place,
+                "lacks": room.lacks,
+                "worst_step": steps[room.worst_step],
+                "held": room.held,
+                "capacity": room.capacity,
+                "contiguous": room.contiguous,
+                "why": room.sentence(steps),
+            }
+            for room in story.passed_over
+        ],
+        "chosen": None if p is None else p.place,
+        "reason": None if p is None else p.reason,
+    }
 
 
 def _grouped(excluded: Sequence[tuple[Place, str]]) -> list[tuple[str, list[str]]]:
