@@ -43,7 +43,7 @@ def test_boards_lists_the_default_board(capsys: pytest.CaptureFixture[str]) -> N
 def test_plan_prints_a_pool_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "plan", "qemu-mps3-an547", DEMO)
     assert code == 0
-    assert "dtcm_ws      dtcm     [0x2003c000, 0x2007c000)" in out
+    assert "dtcm_ws     dtcm    [0x2003c000, 0x2007c000)  215040 / 262144         215040" in out
     assert "main.stack" in out
 
 

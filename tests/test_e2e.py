@@ -38,7 +38,7 @@ def test_demo_plans_builds_runs_and_verifies(
     code = main(["demo", "--out", str(tmp_path / "demo")])
     out, err = capsys.readouterr()
     assert code == 0, out + err
-    assert "dtcm_ws      dtcm     [0x2003c000, 0x2007c000)" in out
+    assert "dtcm_ws     dtcm    [0x2003c000, 0x2007c000)  215040 / 262144         215040" in out
     assert "run: passed (exit code 0)" in out
     assert "stack main: measured" in out
     assert out.rstrip().endswith("verify: ok")

@@ -430,23 +430,33 @@ def _print_report(report: Report, as_json: bool) -> None:
 
 
 def pool_table(result: Plan) -> str:
-    """Per pool: memory, address range, bytes used of capacity."""
-    lines = [
-        f"{'pool':<12} {'memory':<8} {'address range':<25} {'used':>9} / {'capacity':<9} "
-        f"{'lower bound':>11}"
-    ]
+    """Per pool and stack: memory, address range, bytes used of capacity (and the pool's
+    lower bound), in columns as wide as their longest entry."""
+    rows = [("pool", "memory", "address range", "used", "capacity", "lower bound")]
     for pool in result.pools:
         span = f"[0x{pool.address:08x}, 0x{pool.address + pool.capacity:08x})"
-        lines.append(
-            f"{pool.name:<12} {pool.memory:<8} {span:<25} {pool.used:>9} / "
-            f"{pool.capacity:<9} {pool.lower_bound:>11}"
+        rows.append(
+            (
+                pool.name,
+                pool.memory,
+                span,
+                str(pool.used),
+                str(pool.capacity),
+                str(pool.lower_bound),
+            )
         )
     for stack in result.stacks:
         span = f"[0x{stack.address:08x}, 0x{stack.address + stack.budget:08x})"
-        lines.append(
-            f"{stack.context + '.stack':<12} {stack.memory:<8} {span:<25} "
-            f"{stack.planned:>9} / {stack.budget:<9}"
+        name = f"{stack.context}.stack"
+        rows.append((name, stack.memory, span, str(stack.planned), str(stack.budget), ""))
+    widths = [max(len(row[column]) for row in rows) for column in range(6)]
+    lines = []
+    for name, memory, span, used, capacity, bound in rows:
+        line = (
+            f"{name:<{widths[0]}}  {memory:<{widths[1]}}  {span:<{widths[2]}}  "
+            f"{used:>{widths[3]}} / {capacity:<{widths[4]}}  {bound:>{widths[5]}}"
         )
+        lines.append(line.rstrip())
     return "\n".join(lines)
 
 
