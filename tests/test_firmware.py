@@ -445,6 +445,44 @@ def test_a_failure_on_core_one_fails_the_run(
     assert "main1" in log.stacks
 
 
+TURNS = """memplace: workload/v1
+name: turns
+steps: 4
+buffers:
+  - {name: first0, size: 8K, live: [0, 1], users: [main], scope: global.sram_ws}
+  - {name: later1, size: 8K, live: [2, 3], users: [main1], scope: global.sram_ws}
+  - {name: first1, size: 8K, live: [0, 1], users: [main1], scope: global.sram_ws}
+  - {name: later0, size: 8K, live: [2, 3], users: [main], scope: global.sram_ws}
+"""
+
+
+def test_the_cores_walk_the_timeline_together(tmp_path: Path) -> None:
+    """The plan lets buffers of different cores share bytes at different steps; the cores'
+    exercisers meet at the end of every step, so that holds on the target too."""
+    path = tmp_path / "turns.yaml"
+    path.write_text(TURNS)
+    board, workload = load_board("qemu-mps2-an521"), Workload.from_file(path)
+    result = plan(board, workload)
+    offsets = {p.name: p.offset for p in result.placements}
+    assert {offsets["first0"], offsets["first1"]} == {offsets["later0"], offsets["later1"]}
+    out = tmp_path / "turns"
+    users = {"first0": ("main",), "later0": ("main",), "first1": ("main1",), "later1": ("main1",)}
+    write_project(render(board, result, users=users), out)
+    for core in ("cpu0", "cpu1"):
+        assert "memplace_step_done(step)" in (out / "src" / f"exerciser_{core}.c").read_text()
+    build(out)
+    log = run(out)
+    assert log.passed, log
+    # A core 1 that runs ahead without meeting core 0: core 0 stops waiting for it at the
+    # end of step 0, says so, and the run fails.
+    source = out / "src" / "exerciser_cpu1.c"
+    source.write_text(source.read_text().replace("memplace_step_done(step)", "0"))
+    build(out)
+    log = run(out)
+    assert log.exit_code == 1
+    assert ("core", "cpu1", 0) in [(f.what, f.name, f.step) for f in log.failures]
+
+
 DYNAMIC = """memplace: workload/v1
 name: dyn
 steps: 4

@@ -89,9 +89,10 @@ def mailbox(board: Board, reserved: dict[str, int]) -> dict[str, Any] | None:
     released = [core for core in board.cores.values() if core.release is not None]
     if not released:
         return None
-    if len(released) * MAILBOX_SLOT > MAILBOX_BYTES:
+    # A slot for every released core, and one for the releasing core's step (the last).
+    if (len(released) + 1) * MAILBOX_SLOT > MAILBOX_BYTES:
         raise InputError(
-            f"memplace releases at most {MAILBOX_BYTES // MAILBOX_SLOT} cores", key="cores"
+            f"memplace releases at most {MAILBOX_BYTES // MAILBOX_SLOT - 1} cores", key="cores"
         )
     releasers = {core.release.by for core in released if core.release is not None}
     if len(releasers) > 1:
@@ -120,12 +121,23 @@ def mailbox(board: Board, reserved: dict[str, int]) -> dict[str, Any] | None:
                 "system_address": end - MAILBOX_BYTES,
                 "done": MAILBOX_DONE,
                 "cores": [core.name for core in released],
+                "slots": len(released) + 1,
             }
     raise InputError(
         f"no writable memory that cores {', '.join(involved)} all reach has room "
         "for the mailbox released cores report to",
         key="cores",
     )
+
+
+def _step_slot(box: dict[str, Any] | None, core: str) -> int | None:
+    """The mailbox slot where `core` says which step it finished (the cores walk the
+    timeline together); None on a single core."""
+    if box is None:
+        return None
+    if core in box["cores"]:
+        return int(box["cores"].index(core))
+    return len(box["cores"]) if core == box["releaser"] else None
 
 
 def project_context(
@@ -356,6 +368,7 @@ def _core(
         "released_slot": (
             box["cores"].index(core.name) if box is not None and core.name in box["cores"] else None
         ),
+        "step_slot": _step_slot(box, core.name),
         "buffers": [
             _checked(plan.workload, p)
             for p in mine

@@ -4,6 +4,8 @@ Lines that matter start with `memplace: `:
   memplace: fail buffer NAME step N     a live buffer no longer held its pattern
   memplace: fail constant NAME step 0   a constant's checksum did not match
   memplace: fail isr NAME step 0        an ISR context never ran (or its frame broke)
+  memplace: fail core NAME step N       a core never reported, or never finished step N
+  memplace: fail arena NAME step N      a dynamic buffer's arena refused or overran
   memplace: stack CONTEXT used N budget M
   memplace: fault exception N           the image stopped on an unexpected exception
   memplace: result pass|fail
