@@ -15,7 +15,8 @@ Prints two tables (markdown):
    that fitting is enough (`Budget.goal`), which is what MiniMalloc's own timings measure.
 2. Time against size for random workloads of 1k, 10k and 100k buffers: greedy-size and
    `auto` on one unbounded place, and `plan()` end to end (scopes, pool assignment,
-   offsets, the independent check) with each, on the bundled board.
+   offsets, the independent check) with each, on the bundled board, with how many of the
+   pools `plan()` with `auto` used are proven optimal.
 
 Instance files are CSV `id,lower,upper,size` with half-open step intervals [lower, upper);
 memplace's lifetimes are inclusive, so a block lives from `lower` to `upper - 1`.
@@ -212,8 +213,8 @@ def scaling_table(sizes: Sequence[int], time_limit: float) -> str:
     board = load_board("qemu-mps3-an547")
     lines = [
         "| buffers | lower bound | greedy-size peak | seconds | auto peak | seconds "
-        "| plan() greedy-size seconds | plan() auto seconds |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| plan() greedy-size seconds | plan() auto seconds | plan() auto: pools proven optimal |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for count in sizes:
         buffers = random_buffers(count)
@@ -227,8 +228,10 @@ def scaling_table(sizes: Sequence[int], time_limit: float) -> str:
         workload = Workload(name="random", steps=steps, buffers=tuple(buffers))
         for algorithm in ("greedy-size", "auto"):
             start = time.perf_counter()
-            plan(board, workload, algorithm=algorithm, time_limit=time_limit)
+            result = plan(board, workload, algorithm=algorithm, time_limit=time_limit)
             cells.append(f"{time.perf_counter() - start:.2f}")
+        used = [pool for pool in result.pools if pool.used]
+        cells.append(f"{sum(pool.optimal for pool in used)} of {len(used)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -6,8 +6,14 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+
+from memplace.board import load_board
+from memplace.planner import plan
+from memplace.planner.assign import RESCUE_MISSES
+from memplace.workload import Workload
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -52,3 +58,38 @@ def test_the_script_runs_on_shared_instances(
     assert bench.main(["--quick", "--only", "deep_speech,five"]) == 0
     out = capsys.readouterr().out
     assert "| tvm-usmp/deep_speech | 184 | 100352 |" in out
+
+
+def _random_workload(bench: ModuleType, count: int) -> Workload:
+    buffers = bench.random_buffers(count)
+    steps = tuple(str(i) for i in range(max(b.last for b in buffers) + 1))
+    return Workload(name="random", steps=steps, buffers=tuple(buffers))
+
+
+def test_second_chances_give_up_on_a_full_place(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With 1000 random buffers DTCM ends 32 bytes above its lower bound, full: every
+    # spilled buffer passes the lower-bound test there, and every search for it fails.
+    assign = sys.modules["memplace.planner.assign"]
+    assign_auto = assign.auto
+    tries: list[Any] = []
+
+    def counted(blocks: Any, budget: Any) -> Any:
+        found = assign_auto(blocks, budget)
+        tries.append(found.peak <= budget.capacity)
+        return found
+
+    monkeypatch.setattr(assign, "auto", counted)
+    result = plan(load_board("qemu-mps3-an547"), _random_workload(bench, 1000))
+    assert tries == [False] * RESCUE_MISSES
+    assert result.pool("dtcm_ws").used == result.pool("dtcm_ws").capacity
+
+
+def test_ten_thousand_buffers_plan_at_their_bounds_the_same_way_twice(bench: ModuleType) -> None:
+    board = load_board("qemu-mps3-an547")
+    workload = _random_workload(bench, 10_000)
+    first = plan(board, workload)
+    used = [pool for pool in first.pools if pool.used]
+    assert [(p.name, p.optimal) for p in used] == [("dtcm_ws", True), ("sram_ws", True)]
+    assert plan(board, workload).dumps() == first.dumps()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -12,10 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memplace.board import Board
-from memplace.errors import InputError, PlanningError
-from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM, Budget, plan
-from memplace.planner.blocks import Block, first_fit, grain, lower_bound, peak
+from memplace.errors import InputError, MemplaceError, PlanningError
+from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM, Budget, Layout, plan
+from memplace.planner.blocks import DEFAULT_BUDGET, Block, first_fit, grain, lower_bound, peak
 from memplace.planner.check import placement_problems
+from memplace.planner.exact import MAX_PAIRS
+from memplace.planner.greedy import place_in_order
+from memplace.planner.model import Plan
+from memplace.planner.render_svg import render_text
 from memplace.workload import Workload
 
 QUICK = Budget(time_limit=5.0, nodes=50_000)
@@ -55,12 +61,27 @@ TABLES = [
 
 
 def test_the_exact_search_proves_a_peak_above_the_lower_bound() -> None:
-    # Aligned to 4, the second 3-byte block cannot start before 4: 7 bytes, not 6.
-    blocks = [Block(3, 0, 0, align=4), Block(3, 0, 0, align=4), Block(4, 1, 1, align=4)]
-    assert lower_bound(blocks) == 6
+    # Aligned to 4, the second 5-byte block cannot start before 8: 13 bytes, not 10. The
+    # bound cannot see it: the byte-aligned block elsewhere in time makes offsets multiples
+    # of 1 only, as far as the bound knows.
+    blocks = [Block(5, 0, 1, align=4), Block(5, 0, 1, align=4), Block(4, 3, 4, align=1)]
+    assert lower_bound(blocks) == 10
     found = ALGORITHMS["exact"](blocks, QUICK)
-    assert (found.peak, found.optimal) == (7, True)
+    assert (found.peak, found.optimal) == (13, True)
     assert ALGORITHMS["greedy-size"](blocks).optimal is False
+
+
+def test_the_lower_bound_counts_the_padding_alignment_forces() -> None:
+    # Every offset is a multiple of 4: below the top block, each 3-byte block takes 4.
+    blocks = [Block(3, 0, 0, align=4), Block(3, 0, 0, align=4), Block(4, 1, 1, align=4)]
+    assert lower_bound(blocks) == 7
+    assert ALGORITHMS["greedy-size"](blocks).optimal is True
+    # The largest padding goes on top: 12 + 8 + 4 rounded, less the 8-byte block's 8.
+    blocks = [Block(12, 0, 2, 16), Block(8, 0, 2, 16), Block(4, 1, 1, 16), Block(16, 3, 3, 16)]
+    assert lower_bound(blocks) == 36
+    assert ALGORITHMS["exact"](blocks, QUICK).peak == 36
+    # Sizes that are multiples of the alignment need no padding.
+    assert lower_bound([Block(16, 0, 1, 16), Block(32, 1, 2, 16)]) == 48
 
 
 @pytest.mark.parametrize(("ranges", "bound", "greedy", "best"), TABLES)
@@ -191,11 +212,43 @@ def test_algorithms_are_deterministic(blocks: list[Block], algorithm: str) -> No
 
 def test_hill_climbing_is_seeded() -> None:
     blocks = [Block(8 + (7 * i) % 50, i % 9, i % 9 + i % 4) for i in range(60)]
-    runs = {ALGORITHMS["hill-climb"](blocks, replace(QUICK, seed=seed)) for seed in (1, 1, 2)}
-    assert len(runs) <= 2
-    assert ALGORITHMS["hill-climb"](blocks, replace(QUICK, seed=7)).peak <= (
-        ALGORITHMS["greedy-size"](blocks).peak
-    )
+    runs = {seed: ALGORITHMS["hill-climb"](blocks, replace(QUICK, seed=seed)) for seed in range(6)}
+    # The same seed, the same answer; another seed, another climb.
+    assert all(ALGORITHMS["hill-climb"](blocks, replace(QUICK, seed=s)) == runs[s] for s in runs)
+    assert runs[1].offsets != runs[2].offsets
+    assert len({run.peak for run in runs.values()}) > 1
+    greedy = ALGORITHMS["greedy-size"](blocks).peak
+    assert all(run.peak <= greedy and run.algorithm == "hill-climb" for run in runs.values())
+
+
+def test_hill_climbing_stops_when_it_stops_improving(monkeypatch: pytest.MonkeyPatch) -> None:
+    hillclimb = sys.modules["memplace.planner.hillclimb"]
+    calls: list[int] = []
+
+    def counted(blocks: Sequence[Block], order: Sequence[int]) -> list[int]:
+        calls.append(1)
+        return place_in_order(blocks, order)
+
+    monkeypatch.setattr(hillclimb, "place_in_order", counted)
+    blocks = [Block(8 + (7 * i) % 50, i % 9, i % 9 + i % 4) for i in range(60)]
+    # The budget allows millions of steps; the climb stops PATIENCE steps after its last
+    # gain, so a larger budget changes nothing.
+    found = ALGORITHMS["hill-climb"](blocks, Budget(nodes=10**9, seed=1))
+    assert len(calls) < 20 * hillclimb.PATIENCE
+    assert ALGORITHMS["hill-climb"](blocks, Budget(nodes=10**8, seed=1)) == found
+    # At the lower bound it takes no step at all.
+    calls.clear()
+    ALGORITHMS["hill-climb"]([Block(64, 0, 1), Block(64, 2, 3)], Budget(nodes=10**9))
+    assert len(calls) == 1
+
+
+def test_every_algorithm_names_itself() -> None:
+    blocks = [Block(40, 0, 1), Block(20, 2, 3), Block(50, 3, 5), Block(20, 1, 2)]
+    for name, algorithm in ALGORITHMS.items():
+        found = algorithm(blocks, QUICK)
+        # auto names the algorithm it took the offsets from: here the exact search's.
+        assert found.algorithm == ("exact" if name == "auto" else name)
+    assert ALGORITHMS["auto"]([Block(64, 0, 1), Block(64, 2, 3)]).algorithm == "greedy-size"
 
 
 def test_the_capacity_is_the_first_target() -> None:
@@ -374,8 +427,9 @@ def test_a_buffer_that_fits_nowhere_says_how_much_each_candidate_lacks(
     with pytest.raises(PlanningError) as caught:
         plan(board, Workload.from_data(small_workload_data))
     assert caught.value.exit_code == 1
+    # At step a, x (1024 bytes) holds part of dtcm_ws; sram_ws holds nothing then.
     assert caught.value.shortfalls == {
-        "dtcm_ws": 20 * 1024 * 1024 - 256 * 1024,
+        "dtcm_ws": 20 * 1024 * 1024 + 1024 - 256 * 1024,
         "sram_ws": 20 * 1024 * 1024 - 1024 * 1024,
     }
     assert str(caught.value).startswith("huge (20971520 bytes) fits nowhere: dtcm_ws lacks ")
@@ -419,3 +473,121 @@ def test_replace_keeps_plans_frozen(board: Board, demo_workload: Workload) -> No
     result = plan(board, demo_workload)
     moved = replace(result.placement("input"), offset=0)
     assert moved != result.placement("input")
+
+
+# ---------------------------------------------------------------------------------------
+# Which algorithm each place's offsets came from; the checker; the guards
+
+
+# greedy-conflicts needs 1280 bytes for these; the assignment's first fit fits 1216.
+CONFLICTING = [(448, 4, 6), (256, 2, 2), (320, 3, 6), (256, 1, 3), (256, 2, 5), (192, 3, 6)]
+
+
+def test_a_place_that_keeps_the_assignments_offsets_says_so(board_data: dict[str, Any]) -> None:
+    blocks = [Block(size, first, last) for size, first, last in CONFLICTING]
+    assert ALGORITHMS["greedy-conflicts"](blocks).peak > 1216
+    board = _one_pool_board(board_data, 1216)
+    result = plan(board, _workload(CONFLICTING, pools=["dtcm_ws"]), algorithm="greedy-conflicts")
+    dtcm = result.pool("dtcm_ws")
+    assert (result.algorithm, dtcm.algorithm, dtcm.used) == ("greedy-conflicts", "assignment", 1216)
+    data = result.to_json()
+    assert [p["algorithm"] for p in data["pools"] if p["name"] == "dtcm_ws"] == ["assignment"]
+    assert Plan.from_json(json.loads(result.dumps())) == result
+    assert (
+        "  offsets from the pool assignment: greedy-conflicts did not fit the capacity"
+        in render_text(result).splitlines()
+    )
+
+
+def test_a_place_names_the_algorithm_that_placed_it(board_data: dict[str, Any]) -> None:
+    board = _one_pool_board(board_data, 4096)
+    result = plan(board, _workload(CONFLICTING), algorithm="greedy-conflicts")
+    assert result.pool("dtcm_ws").algorithm == "greedy-conflicts"
+    assert "  offsets by greedy-conflicts" in render_text(result).splitlines()
+    # auto names the algorithm it took the offsets from.
+    result = plan(board, _workload(HARD))
+    assert result.pool("dtcm_ws").algorithm == "exact"
+    assert "  offsets by exact (auto's choice)" in render_text(result).splitlines()
+    # Empty pools name none.
+    assert result.pool("ddr_ws").algorithm is None
+
+
+def test_auto_searches_no_place_that_first_fit_settles(
+    board: Board, demo_workload: Workload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_search(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+        raise AssertionError("searched a place at its lower bound")
+
+    monkeypatch.setitem(ALGORITHMS, "auto", no_search)
+    result = plan(board, demo_workload)
+    assert all(p.algorithm == "assignment" for p in result.pools if p.used)
+    assert "offsets from the pool assignment, at the lower bound already" in render_text(result)
+
+
+def test_plan_refuses_offsets_the_checker_finds_unsound(
+    board: Board, demo_workload: Workload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def overlapping(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+        return Layout(tuple(0 for _ in blocks), max(b.size for b in blocks), False)
+
+    monkeypatch.setitem(ALGORITHMS, "overlapping", overlapping)
+    with pytest.raises(MemplaceError) as caught:
+        plan(board, demo_workload, algorithm="overlapping")
+    message = str(caught.value)
+    assert message.startswith("memplace bug: the overlapping offsets for ")
+    assert "overlap in memory while both are live" in message
+    assert caught.value.exit_code == 3
+
+    def misaligned(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+        found = ALGORITHMS["greedy-size"](blocks)
+        return replace(found, offsets=tuple(at + 1 for at in found.offsets), algorithm="")
+
+    monkeypatch.setitem(ALGORITHMS, "misaligned", misaligned)
+    with pytest.raises(MemplaceError, match=r"misaligned offsets .* is not aligned to 16"):
+        plan(board, demo_workload, algorithm="misaligned")
+
+
+def _co_live(count: int) -> Workload:
+    return Workload.from_data(
+        {
+            "memplace": "workload/v1",
+            "name": "wide",
+            "buffers": [{"name": f"b{i}", "size": 16, "live": [0, 1]} for i in range(count)],
+        }
+    )
+
+
+def test_the_exact_search_refuses_a_place_too_wide_for_its_table(board: Board) -> None:
+    # 4500 buffers live together: 10,122,750 pairs, past the exact search's 10,000,000.
+    workload = _co_live(4500)
+    with pytest.raises(InputError) as caught:
+        plan(board, workload, algorithm="exact")
+    assert str(caught.value) == (
+        f"--algorithm: exact searches places where at most {MAX_PAIRS} pairs of buffers are "
+        "live together; dtcm_ws has 10122750: use auto (it keeps the better greedy order "
+        "where the exact search cannot go) or a greedy algorithm"
+    )
+    assert caught.value.exit_code == 2
+    # auto goes where exact cannot.
+    assert plan(board, workload).pool("dtcm_ws").used == 4500 * 16
+    with pytest.raises(ValueError, match="10122750 pairs of blocks meet in time"):
+        ALGORITHMS["exact"]([Block(16, 0, 1)] * 4500)
+
+
+def test_a_pool_holding_only_alignment_padding_is_proven_optimal(board: Board) -> None:
+    # Live together, 16-byte aligned: 112 + 48 + 16 bytes rounded, less the 12 bytes the
+    # top block need not pad. First fit reaches that, so no search is needed to prove it.
+    workload = Workload.from_data(
+        {
+            "memplace": "workload/v1",
+            "name": "padded",
+            "buffers": [{"name": "x", "size": 64, "live": [0, 0]}],
+            "constants": [
+                {"name": name, "size": size, "align": 16, "scope": "global.itcm_const"}
+                for name, size in (("a", 100), ("b", 40), ("c", 4))
+            ],
+        }
+    )
+    itcm = plan(board, workload).pool("itcm_const")
+    assert (itcm.used, itcm.lower_bound, itcm.optimal) == (164, 164, True)
+    assert itcm.algorithm == "assignment"

@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import csv
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from memplace.planner import ALGORITHMS, Budget
+from memplace.board import Board
+from memplace.planner import ALGORITHMS, Budget, plan
 from memplace.planner.blocks import Block, lower_bound
 from memplace.planner.check import placement_problems
+from memplace.workload import Workload
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 CAPACITY = 1048576
@@ -54,3 +58,46 @@ def test_tvm_usmp_instances_reach_their_lower_bound(name: str) -> None:
     assert lower_bound(blocks) == TVM_BOUNDS[name]
     found = ALGORITHMS["auto"](blocks, Budget(nodes=200_000))
     assert (found.peak, found.optimal) == (TVM_BOUNDS[name], True)
+
+
+# MiniMalloc's D: the exact search fits 1 MiB at once, but neither finds nor rules out
+# anything between its lower bound (986112) and that within its node budget (some seconds).
+HARD = "D.1048576.csv"
+
+
+def test_the_exact_search_stops_at_its_time_limit_with_its_best_answer() -> None:
+    blocks = _read(SHARED / "minimalloc" / HARD)
+    start = min(ALGORITHMS[name](blocks).peak for name in ("greedy-size", "greedy-conflicts"))
+    started = time.monotonic()
+    # Nodes without end: only the clock can stop it.
+    found = ALGORITHMS["exact"](blocks, Budget(capacity=CAPACITY, time_limit=0.5, nodes=10**12))
+    assert time.monotonic() - started < 5
+    assert found.optimal is False
+    assert lower_bound(blocks) < found.peak <= start
+    names = [str(i) for i in range(len(blocks))]
+    assert placement_problems(blocks, found.offsets, found.peak, names) == []
+
+
+def test_a_plan_cut_short_by_its_time_limit_is_not_proven_optimal(
+    board_data: dict[str, Any],
+) -> None:
+    blocks = _read(SHARED / "minimalloc" / HARD)
+    workload = Workload.from_data(
+        {
+            "memplace": "workload/v1",
+            "name": "D",
+            "steps": max(b.last for b in blocks) + 1,
+            "buffers": [
+                {"name": f"b{i}", "size": b.size, "live": [b.first, b.last], "pools": ["ddr_ws"]}
+                for i, b in enumerate(blocks)
+            ],
+        }
+    )
+    started = time.monotonic()
+    result = plan(Board.from_data(board_data), workload, algorithm="exact", time_limit=0.5)
+    # Its node budget alone would take seconds longer.
+    assert time.monotonic() - started < 5
+    ddr = result.to_json()["pools"][[p.name for p in result.pools].index("ddr_ws")]
+    assert (ddr["optimal"], ddr["algorithm"], ddr["lower_bound"]) == (False, "exact", 986112)
+    start = min(ALGORITHMS[name](blocks).peak for name in ("greedy-size", "greedy-conflicts"))
+    assert 986112 < ddr["used"] <= start

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -83,3 +86,18 @@ def test_a_block_that_fits_nowhere_reports_each_candidate() -> None:
     placed = core.assign(blocks, [0, 1], [[0], [0, 1]], [100, 60])
     assert placed.place == (0, -1)
     assert placed.ends(1) == (128, 64)
+
+
+@pytest.mark.parametrize("search", [core.search, core.search_python], ids=["compiled", "python"])
+def test_a_search_reads_the_clock_within_a_node(search: Any) -> None:
+    # A thousand blocks live together, asked to fit their total size, which their 16-byte
+    # alignment rules out: each node tries a thousand placements, each looking at a
+    # thousand neighbours (25 s for the first 1024 nodes), so a clock read only every 1024
+    # nodes would come far too late.
+    blocks = [Block(16 + (i * 7919) % 4096, i % 7, 1000 + i % 5, 16) for i in range(1000)]
+    total = sum(b.size for b in blocks)
+    started = time.monotonic()
+    status, _, nodes = search(blocks, "WAT", total, 10**12, 0.2)
+    assert status == core.TIME_LIMIT
+    assert nodes < 1024
+    assert time.monotonic() - started < 5

@@ -114,14 +114,56 @@ def valid_scopes(board: Board) -> list[str]:
 
 
 def resolve(board: Board, workload: Workload) -> list[Candidates]:
-    return [resolve_buffer(board, buffer) for buffer in workload.buffers]
+    known = _BoardScopes(board)
+    return [_resolve(known, buffer) for buffer in workload.buffers]
 
 
 def resolve_buffer(board: Board, buffer: Buffer) -> Candidates:
+    return _resolve(_BoardScopes(board), buffer)
+
+
+_Sifted = tuple[tuple[Place, ...], tuple[tuple[Place, str], ...]]
+
+
+class _BoardScopes:
+    """What resolving needs from one board, worked out once rather than for every buffer:
+    its scopes and places, and which of them each kind of buffer may take. The answer for a
+    pool is the same for every buffer with the same scope, kind, users and `pools:`; for a
+    stack, size and `dynamic` matter too. Workloads repeat these a lot, so each answer is
+    kept."""
+
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        self.scopes = valid_scopes(board)
+        self.scope_set = frozenset(self.scopes)
+        self.stacks = stack_places(board)
+        self.pools = pool_places(board)
+        self.known: dict[tuple[object, ...], _Sifted] = {}
+
+    def sift(self, buffer: Buffer, users: tuple[str, ...], stacks: bool) -> _Sifted:
+        """The stacks (or the pools) of the board that `buffer` may take, and why not the
+        others."""
+        key: tuple[object, ...] = (stacks, buffer.scope, buffer.kind, users, buffer.pools)
+        if stacks:
+            key += (buffer.size, buffer.dynamic)
+        if key not in self.known:
+            places: list[Place] = []
+            excluded: list[tuple[Place, str]] = []
+            for place in self.stacks if stacks else self.pools:
+                why = why_not(self.board, buffer, users, place)
+                if why is None:
+                    places.append(place)
+                else:
+                    excluded.append((place, why))
+            self.known[key] = (tuple(places), tuple(excluded))
+        return self.known[key]
+
+
+def _resolve(known: _BoardScopes, buffer: Buffer) -> Candidates:
+    board = known.board
     scope = buffer.scope
-    valid = valid_scopes(board)
-    if scope not in valid:
-        raise buffer.error("scope", f"unknown scope {scope!r}; {suggest(scope, valid)}")
+    if scope not in known.scope_set:
+        raise buffer.error("scope", f"unknown scope {scope!r}; {suggest(scope, known.scopes)}")
     target = _scope_stack(scope)
     users = _users(board, buffer, default=target.context if target else None)
     _check_pools(board, buffer)
@@ -140,9 +182,9 @@ def resolve_buffer(board: Board, buffer: Buffer) -> Candidates:
             f"a dynamic buffer takes its memory from an arena in a pool; scope {scope!r} "
             "puts it on a stack",
         )
-    places, excluded = _sift(board, buffer, users)
+    places, excluded = _sift(known, buffer, users)
     if not places:
-        raise _nowhere(board, buffer, users)
+        raise _nowhere(known, buffer, users)
     pinned = scope not in ("global", "global.workspace") or len(buffer.pools) == 1
     return Candidates(buffer, users, tuple(places), pinned, tuple(excluded))
 
@@ -211,27 +253,22 @@ def _why_not_pool(
 
 
 def _sift(
-    board: Board, buffer: Buffer, users: tuple[str, ...]
+    known: _BoardScopes, buffer: Buffer, users: tuple[str, ...]
 ) -> tuple[list[Place], list[tuple[Place, str]]]:
     """Every place of the board as a candidate or with the reason it is not one."""
-    places: list[Place] = []
-    excluded: list[tuple[Place, str]] = []
-    for place in stack_places(board) + pool_places(board):
-        why = why_not(board, buffer, users, place)
-        if why is None:
-            places.append(place)
-        else:
-            excluded.append((place, why))
+    stacks, stacks_excluded = known.sift(buffer, users, stacks=True)
+    pools, pools_excluded = known.sift(buffer, users, stacks=False)
+    places = [*stacks, *pools]
     if buffer.pools:
         # `pools:` narrows in its own order of preference.
         places.sort(key=lambda place: buffer.pools.index(place.pool or ""))
-    return places, excluded
+    return places, [*stacks_excluded, *pools_excluded]
 
 
-def _nowhere(board: Board, buffer: Buffer, users: tuple[str, ...]) -> InputError:
+def _nowhere(known: _BoardScopes, buffer: Buffer, users: tuple[str, ...]) -> InputError:
     who = ", ".join(users)
     if buffer.pools:
-        allowed, _ = _sift(board, replace(buffer, pools=()), users)
+        allowed, _ = _sift(known, replace(buffer, pools=()), users)
         labels = ", ".join(place.label for place in allowed) or "nothing"
         return buffer.error(
             "pools",

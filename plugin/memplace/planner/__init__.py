@@ -4,17 +4,21 @@
 fastest first (`assign`, which documents the objective), then computes each place's
 offsets with the chosen algorithm from `ALGORITHMS`, within the place's capacity and the
 time limit. An independent check (`check`) verifies every place before the plan is
-returned.
+returned. Each pool and stack in the plan names the algorithm its offsets came from: the
+one asked for, the one `auto` took them from, or `assignment` where the pool
+assignment's own offsets were kept (see `_offsets`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from memplace.board import Board
-from memplace.errors import InputError
-from memplace.planner.assign import Assigned, assign_places, block_of
+from memplace.errors import InputError, MemplaceError
+from memplace.planner.arena import plan_with_arenas
+from memplace.planner.assign import Assigned, assign_places
 from memplace.planner.auto import auto
 from memplace.planner.blocks import (
     DEFAULT_TIME_LIMIT,
@@ -24,13 +28,12 @@ from memplace.planner.blocks import (
     Layout,
     layout,
     lower_bound,
-    peak,
 )
 from memplace.planner.check import placement_problems
-from memplace.planner.exact import exact
+from memplace.planner.exact import MAX_PAIRS, exact, meeting_pairs
 from memplace.planner.greedy import greedy_conflicts, greedy_size
 from memplace.planner.hillclimb import hill_climb
-from memplace.planner.model import Placement, Plan, PoolUsage, StackUsage
+from memplace.planner.model import ASSIGNMENT, Placement, Plan, PoolUsage, StackUsage
 from memplace.scopes import Candidates, Place, resolve, stack_sizes
 from memplace.source import suggest
 from memplace.workload import Buffer, Workload
@@ -73,13 +76,20 @@ def plan(
     """Place every buffer and constant of `workload` on `board`.
 
     `time_limit` bounds, in seconds, the search for smaller peaks over all places; `seed`
-    feeds the randomised algorithms (hill-climb)."""
+    feeds the randomised algorithms (hill-climb). Dynamic buffers share one arena per core
+    and pool (`arena`)."""
     if algorithm not in ALGORITHMS:
         raise InputError(
             f"no algorithm {algorithm!r}; {suggest(algorithm, ALGORITHMS)}", key="--algorithm"
         )
     if not time_limit > 0:
         raise InputError(f"a time limit is a positive number of seconds, not {time_limit}")
+    return plan_with_arenas(
+        board, workload, lambda w, share: _plan(board, w, algorithm, time_limit * share, seed)
+    )
+
+
+def _plan(board: Board, workload: Workload, algorithm: str, time_limit: float, seed: int) -> Plan:
     deadline = time.monotonic() + time_limit
     candidates = resolve(board, workload)
     capacities = _capacities(board)
@@ -87,7 +97,7 @@ def plan(
     # chance at faster places, with an offset search there.
     searching = algorithm not in ("greedy-size", "greedy-conflicts")
     assigned = assign_places(candidates, capacities, time_limit * ASSIGN_SHARE * searching)
-    offsets, optimal = _offsets(candidates, capacities, assigned, algorithm, deadline, seed)
+    offsets, outcomes = _offsets(candidates, capacities, assigned, algorithm, deadline, seed)
     placements = tuple(
         Placement(
             name=c.buffer.name,
@@ -110,9 +120,9 @@ def plan(
         workload=workload.name,
         algorithm=algorithm,
         steps=workload.steps,
-        pools=_pool_usage(board, placements, optimal),
+        pools=_pool_usage(board, outcomes),
         placements=placements,
-        stacks=_stack_usage(board, placements),
+        stacks=_stack_usage(board, outcomes),
     )
 
 
@@ -132,6 +142,14 @@ def _capacities(board: Board) -> dict[Place, int]:
     return capacities
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """A place's offsets (`layout`, for its members in plan order) and its lower bound."""
+
+    layout: Layout
+    lower_bound: int
+
+
 def _offsets(
     candidates: Sequence[Candidates],
     capacities: dict[Place, int],
@@ -139,47 +157,76 @@ def _offsets(
     algorithm: str,
     deadline: float,
     seed: int,
-) -> tuple[list[int], dict[Place, bool]]:
-    """Each place's offsets from `algorithm`, checked; and whether each is proven optimal.
+) -> tuple[list[int], dict[Place, _Outcome]]:
+    """Every buffer's offset, from `algorithm` place by place and checked, and each place's
+    outcome.
 
-    Places where the assignment's own first fit already meets the lower bound need no
-    search; the others share what is left of the time limit in turn."""
+    A place keeps the offsets the pool assignment found (labelled ASSIGNMENT) in two cases,
+    so a plan never passes one algorithm's offsets off as another's: when `algorithm` does
+    not fit them within the capacity (the assignment's always fit), and, for `auto`, which
+    promises the best it finds, when they are better, or already meet the lower bound (no
+    search needed). Places that need a search share what is left of the time limit."""
     offsets = list(assigned.offset)
-    members: dict[Place, list[int]] = {place: [] for place in capacities}
+    members: dict[Place, list[int]] = {}
     for i, place in enumerate(assigned.place):
-        members[place].append(i)
-    blocks = [block_of(c) for c in candidates]
-    settled = {
-        place: lower_bound([blocks[i] for i in group])
-        == peak([blocks[i] for i in group], [offsets[i] for i in group])
-        for place, group in members.items()
-    }
-    open_places = sum(1 for place in members if not settled[place])
-    optimal: dict[Place, bool] = {}
+        members.setdefault(place, []).append(i)
+    kept = {place: _kept(assigned, group) for place, group in members.items()}
+    searches = sum(1 for first in kept.values() if not first.layout.optimal)
+    outcomes: dict[Place, _Outcome] = {}
     for place, group in members.items():
-        if not group:
-            continue
-        mine = [blocks[i] for i in group]
-        kept = layout(mine, [offsets[i] for i in group])
-        if settled[place] and algorithm == "auto":
-            found = kept
+        mine = [assigned.blocks[i] for i in group]
+        first = kept[place]
+        if algorithm == "auto" and first.layout.optimal:
+            found = first.layout  # nothing smaller to search for
         else:
-            share = max(0.0, deadline - time.monotonic()) / max(1, open_places)
-            open_places -= 0 if settled[place] else 1
+            share = max(0.0, deadline - time.monotonic()) / max(1, searches)
+            searches -= 0 if first.layout.optimal else 1
             budget = Budget(capacity=capacities[place], time_limit=share, seed=seed)
-            found = ALGORITHMS[algorithm](mine, budget)
-            # Keep the assignment's offsets where the algorithm could not fit the place,
-            # and, for auto (which promises the best it finds), where they are better.
-            if found.peak > capacities[place] or (algorithm == "auto" and kept.peak < found.peak):
-                found = kept
-        names = [candidates[i].buffer.name for i in group]
-        problems = placement_problems(mine, found.offsets, capacities[place], names)
-        if problems:
-            raise AssertionError(f"planner produced an unsound placement: {problems[0]}")
+            found = _search(algorithm, place, mine, budget)
+            if found.peak > capacities[place] or (
+                algorithm == "auto" and first.layout.peak < found.peak
+            ):
+                found = first.layout
+        _check(place, mine, found, capacities[place], [candidates[i].buffer.name for i in group])
         for i, at in zip(group, found.offsets, strict=True):
             offsets[i] = at
-        optimal[place] = found.optimal
-    return offsets, optimal
+        outcomes[place] = _Outcome(found, first.lower_bound)
+    return offsets, outcomes
+
+
+def _kept(assigned: Assigned, group: Sequence[int]) -> _Outcome:
+    """The offsets the pool assignment found for the place of `group`."""
+    blocks = [assigned.blocks[i] for i in group]
+    bound = lower_bound(blocks)
+    offsets = [assigned.offset[i] for i in group]
+    return _Outcome(layout(blocks, offsets, algorithm=ASSIGNMENT, bound=bound), bound)
+
+
+def _search(algorithm: str, place: Place, blocks: Sequence[Block], budget: Budget) -> Layout:
+    if algorithm == "exact":
+        pairs = meeting_pairs(blocks)
+        if pairs > MAX_PAIRS:
+            raise InputError(
+                f"exact searches places where at most {MAX_PAIRS} pairs of buffers are live "
+                f"together; {place.label} has {pairs}: use auto (it keeps the better greedy "
+                "order where the exact search cannot go) or a greedy algorithm",
+                key="--algorithm",
+            )
+    found = ALGORITHMS[algorithm](blocks, budget)
+    # A registered algorithm names itself; auto names the one it took the offsets from.
+    return found if found.algorithm else replace(found, algorithm=algorithm)
+
+
+def _check(
+    place: Place, blocks: Sequence[Block], found: Layout, capacity: int, names: Sequence[str]
+) -> None:
+    """Refuse a placement the independent check finds unsound: a bug in an algorithm."""
+    problems = placement_problems(blocks, found.offsets, capacity, names)
+    if problems:
+        raise MemplaceError(
+            f"memplace bug: the {found.algorithm} offsets for {place.label} are unsound "
+            f"({problems[0]}); please report it with the board and workload"
+        )
 
 
 def _reason(options: Candidates, place: Place, skipped: Sequence[Place]) -> str:
@@ -198,15 +245,10 @@ def _reason(options: Candidates, place: Place, skipped: Sequence[Place]) -> str:
     return f"fastest pool reachable by {users}{priority}"
 
 
-def _pool_usage(
-    board: Board, placements: Sequence[Placement], optimal: dict[Place, bool]
-) -> tuple[PoolUsage, ...]:
+def _pool_usage(board: Board, outcomes: dict[Place, _Outcome]) -> tuple[PoolUsage, ...]:
     usage = []
     for pool in board.pools.values():
-        members = [p for p in placements if p.pool == pool.name]
-        blocks = [Block(p.size, p.first, p.last, p.align) for p in members]
-        used = peak(blocks, [p.offset for p in members])
-        bound = lower_bound(blocks)
+        outcome = outcomes.get(Place(pool=pool.name))
         usage.append(
             PoolUsage(
                 name=pool.name,
@@ -214,28 +256,29 @@ def _pool_usage(
                 memory=pool.memory,
                 address=pool.address,
                 capacity=pool.size,
-                used=used,
-                lower_bound=bound,
-                optimal=used == bound or optimal.get(Place(pool=pool.name), False),
+                used=outcome.layout.peak if outcome else 0,
+                lower_bound=outcome.lower_bound if outcome else 0,
+                optimal=outcome.layout.optimal if outcome else True,
+                algorithm=outcome.layout.algorithm if outcome else None,
             )
         )
     return tuple(usage)
 
 
-def _stack_usage(board: Board, placements: Sequence[Placement]) -> tuple[StackUsage, ...]:
+def _stack_usage(board: Board, outcomes: dict[Place, _Outcome]) -> tuple[StackUsage, ...]:
     usage = []
     for context in board.stack_contexts():
         if context.stack is None:
             continue
-        members = [p for p in placements if p.stack == context.name]
-        planned = max((p.offset + p.size for p in members), default=0)
+        outcome = outcomes.get(Place(stack=context.name))
         usage.append(
             StackUsage(
                 context=context.name,
                 memory=context.stack.memory,
                 address=context.stack.address,
                 budget=context.stack.size,
-                planned=planned,
+                planned=outcome.layout.peak if outcome else 0,
+                algorithm=outcome.layout.algorithm if outcome else None,
             )
         )
     return tuple(usage)

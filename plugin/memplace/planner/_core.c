@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MP_CORE_ABI 3
+#define MP_CORE_ABI 4
 
 typedef int64_t i64;
 
@@ -246,6 +246,7 @@ typedef struct {
     cand *cands;
     long cands_len, cands_cap;
     i64 target, nodes, node_limit;
+    i64 tries; /* placements tried, counted for the clock */
     double deadline;
     int failed; /* out of memory */
 } search;
@@ -451,6 +452,12 @@ static int node(search *s, long part, int len, int s0, int s1, i64 last_off, i64
         i64 x = s->cands[cbase + t].offset;
         if (x + fullest > s->target) break;
         if (over_hi >= 0 && (s->a[c] > over_lo || s->b[c] <= over_hi)) continue;
+        /* One node can try thousands of placements when thousands of blocks meet in time,
+         * so the clock is read every few placements too, not only every 1024 nodes. */
+        if ((++s->tries & 63) == 0 && now_seconds() > s->deadline) {
+            status = TIME_LIMIT;
+            break;
+        }
         long mark = s->log_len;
         int alone;
         if (place(s, c, x, &alone)) {

@@ -31,19 +31,24 @@ from memplace.scopes import Candidates, Place
 
 RESCUE_ATTEMPTS = 64
 """Second chances tried per plan, at most (each a bounded offset search)."""
+RESCUE_MISSES = 4
+"""Second chances in a row that may fail at one place before it gets no more: a place
+that turned down several buffers is full in all but name."""
 RESCUE_NODES = 20_000
-"""Search nodes one second chance may spend."""
+"""Search nodes one second chance may spend; it stops as soon as the buffer fits."""
 RESCUE_MAX_BLOCKS = 2000
 """Places holding more blocks than this get no second chances (their search is slow)."""
 
 
 @dataclass(frozen=True)
 class Assigned:
-    """The place and a sound offset of every buffer, and the candidates it skipped."""
+    """The place and a sound offset of every buffer, the candidates it skipped, and the
+    buffers as blocks."""
 
     place: tuple[Place, ...]
     offset: tuple[int, ...]
     skipped: tuple[tuple[Place, ...], ...]
+    blocks: tuple[Block, ...]
 
 
 def buffer_order(candidates: Sequence[Candidates]) -> list[int]:
@@ -90,6 +95,7 @@ def assign_places(
             tuple(places[p] for p in options[i][: options[i].index(chosen[i])])
             for i in range(len(blocks))
         ),
+        blocks=tuple(blocks),
     )
 
 
@@ -105,6 +111,7 @@ def _second_chances(
     """Move spilled (or homeless) buffers to faster candidates where a search fits them."""
     deadline = time.monotonic() + seconds
     attempts = RESCUE_ATTEMPTS
+    misses = [0] * len(capacities)
     members: dict[int, list[int]] = {p: [] for p in range(len(capacities))}
     for i, p in enumerate(chosen):
         if p >= 0:
@@ -115,7 +122,7 @@ def _second_chances(
         for p in options[i][:current]:
             if attempts <= 0 or time.monotonic() > deadline:
                 return
-            if len(members[p]) >= RESCUE_MAX_BLOCKS:
+            if len(members[p]) >= RESCUE_MAX_BLOCKS or misses[p] >= RESCUE_MISSES:
                 continue
             if live.peak_with(p, blocks[i]) > capacities[p]:
                 continue
@@ -125,10 +132,13 @@ def _second_chances(
                 capacity=capacities[p],
                 time_limit=max(0.0, deadline - time.monotonic()),
                 nodes=RESCUE_NODES,
+                goal=capacities[p],
             )
             found = auto([blocks[j] for j in group], budget)
             if found.peak > capacities[p]:
+                misses[p] += 1
                 continue
+            misses[p] = 0
             if chosen[i] >= 0:
                 members[chosen[i]].remove(i)
                 live.move(chosen[i], blocks[i], -1)

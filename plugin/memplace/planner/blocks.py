@@ -7,6 +7,7 @@ stack). Every offset algorithm is a function `(blocks, budget) -> Layout`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,12 +58,14 @@ DEFAULT_BUDGET = Budget()
 
 @dataclass(frozen=True)
 class Layout:
-    """An algorithm's answer: an offset per block, its peak, and whether no placement of
-    these blocks can have a smaller peak (`optimal`)."""
+    """An algorithm's answer: an offset per block, its peak, whether no placement of these
+    blocks can have a smaller peak (`optimal`), and which algorithm of the registry made
+    the offsets (`auto` names the one it took them from)."""
 
     offsets: tuple[int, ...]
     peak: int
     optimal: bool
+    algorithm: str = ""
 
 
 class Algorithm(Protocol):
@@ -81,7 +84,24 @@ def peak(blocks: Sequence[Block], offsets: Sequence[int]) -> int:
 
 
 def lower_bound(blocks: Sequence[Block]) -> int:
-    """The largest total size live at one step; no placement can need less."""
+    """The most bytes live at one step, with the padding alignment forces: no placement can
+    need less.
+
+    Every offset is a multiple of `g`, the gcd of all the alignments, so of the blocks live
+    at one step, each but the topmost is followed at least by its size rounded up to `g`:
+    the bound at a step is the sum of the rounded sizes, less the largest rounding (the
+    topmost block may be that one). With `g` = 1, or sizes that are multiples of it, this is
+    the largest total size live at one step."""
+    g = 0
+    for block in blocks:
+        g = math.gcd(g, block.align)
+    pads = [-block.size % g for block in blocks] if g > 1 else []
+    if not any(pads):
+        return _most_live(blocks)
+    return _most_live_padded(blocks, pads)
+
+
+def _most_live(blocks: Sequence[Block]) -> int:
     edges: dict[int, int] = {}
     for block in blocks:
         edges[block.first] = edges.get(block.first, 0) + block.size
@@ -90,6 +110,28 @@ def lower_bound(blocks: Sequence[Block]) -> int:
     for step in sorted(edges):
         live += edges[step]
         best = max(best, live)
+    return best
+
+
+def _most_live_padded(blocks: Sequence[Block], pads: Sequence[int]) -> int:
+    events = sorted(
+        [(b.first, 1, i) for i, b in enumerate(blocks)]
+        + [(b.last + 1, -1, i) for i, b in enumerate(blocks)]
+    )
+    live_pads: dict[int, int] = {}  # padding -> how many live blocks have it
+    largest: list[int] = []  # negated paddings, a heap; stale entries have no live block
+    best = live = 0
+    for k, (step, sign, i) in enumerate(events):
+        live += sign * (blocks[i].size + pads[i])
+        live_pads[pads[i]] = live_pads.get(pads[i], 0) + sign
+        if sign > 0:
+            heapq.heappush(largest, -pads[i])
+        if k + 1 < len(events) and events[k + 1][0] == step:
+            continue  # the step is not complete yet
+        while largest and not live_pads.get(-largest[0]):
+            heapq.heappop(largest)
+        if largest:
+            best = max(best, live + largest[0])
     return best
 
 
@@ -102,10 +144,19 @@ def grain(blocks: Sequence[Block]) -> int:
     return max(value, 1)
 
 
-def layout(blocks: Sequence[Block], offsets: Sequence[int], optimal: bool = False) -> Layout:
-    """A Layout of `offsets`; optimal when proven so or when the peak meets the bound."""
+def layout(
+    blocks: Sequence[Block],
+    offsets: Sequence[int],
+    optimal: bool = False,
+    algorithm: str = "",
+    bound: int | None = None,
+) -> Layout:
+    """A Layout of `offsets`; optimal when proven so or when the peak meets the lower bound
+    (`bound`, when the caller knows it already)."""
     top = peak(blocks, offsets)
-    return Layout(tuple(offsets), top, optimal or top == lower_bound(blocks))
+    if not optimal:
+        optimal = top == (lower_bound(blocks) if bound is None else bound)
+    return Layout(tuple(offsets), top, optimal, algorithm)
 
 
 def first_fit(block: Block, placed: Sequence[tuple[int, Block]]) -> int:

@@ -10,12 +10,16 @@ MiniMalloc, ASPLOS 2023; see `_core.c`) whether the blocks fit a target, again a
   every round, so an easy answer under one order is not held up by a hard one;
 - an answer of "fits" lowers the best peak, a proof of "does not fit" raises the bound.
 It stops when the bound meets the best peak (proven optimal) or the budget runs out.
+
+The search keeps, for every block, the blocks it meets in time: a table that grows with
+the square of the blocks live at once, so `exact` refuses more than MAX_PAIRS such pairs.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memplace.planner import core
 from memplace.planner.blocks import (
@@ -28,22 +32,42 @@ from memplace.planner.blocks import (
     lower_bound,
     peak,
 )
-from memplace.planner.greedy import greedy_conflicts, greedy_size
+from memplace.planner.greedy import conflict_counts, greedy_conflicts, greedy_size
 
 HEURISTICS = ("WAT", "TAW", "TWA")
+MAX_PAIRS = 10_000_000
+"""Pairs of blocks that meet in time the exact search takes at most (its table of them
+then takes 80 MB)."""
+
+
+def meeting_pairs(blocks: Sequence[Block]) -> int:
+    """How many pairs of blocks meet in time."""
+    return sum(conflict_counts(blocks)) // 2
 
 
 def exact(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+    pairs = meeting_pairs(blocks)
+    if pairs > MAX_PAIRS:
+        raise ValueError(
+            f"{pairs} pairs of blocks meet in time; the exact search takes {MAX_PAIRS}"
+        )
     start = greedy_size(blocks)
     other = greedy_conflicts(blocks)
-    return improve(blocks, budget, other if other.peak < start.peak else start)
+    found = improve(blocks, budget, other if other.peak < start.peak else start)
+    return replace(found, algorithm="exact")
 
 
-def improve(blocks: Sequence[Block], budget: Budget, best: Layout) -> Layout:
-    """Search below the peak of `best` until it is proven optimal or the budget is spent."""
+def improve(
+    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | None = None
+) -> Layout:
+    """Search below the peak of `best` until it is proven optimal or the budget is spent.
+    The answer names the exact search as its algorithm when the search found it, and keeps
+    `best`'s name otherwise. `bound` is the blocks' lower bound, when known."""
     deadline = time.monotonic() + budget.time_limit
     step = grain(blocks)
-    low, nodes_left = lower_bound(blocks), budget.nodes
+    bound = lower_bound(blocks) if bound is None else bound
+    # Peaks are multiples of the grain, so the bound rounds up to one.
+    low, nodes_left = -(-bound // step) * step, budget.nodes
     limit = 2 * len(blocks)
     goal = -1 if budget.goal is None else budget.goal
     while low < best.peak and nodes_left > 0 and best.peak > goal:
@@ -52,17 +76,17 @@ def improve(blocks: Sequence[Block], budget: Budget, best: Layout) -> Layout:
             for heuristic in HEURISTICS:
                 seconds = deadline - time.monotonic()
                 if seconds <= 0 or nodes_left <= 0:
-                    return layout(blocks, best.offsets)
+                    return _answer(blocks, best, False, bound)
                 status, offsets, nodes = core.search(
                     blocks, heuristic, target, min(limit, nodes_left), seconds
                 )
                 nodes_left -= nodes
                 if status == core.FOUND:
-                    best = Layout(tuple(offsets), peak(blocks, offsets), False)
+                    best = Layout(tuple(offsets), peak(blocks, offsets), False, "exact")
                 elif status == core.INFEASIBLE:
                     low = (target // step + 1) * step
                 elif status == core.TIME_LIMIT:
-                    return layout(blocks, best.offsets)
+                    return _answer(blocks, best, False, bound)
                 else:
                     continue
                 progress = True
@@ -71,7 +95,11 @@ def improve(blocks: Sequence[Block], budget: Budget, best: Layout) -> Layout:
                 break
         if not progress:
             limit *= 2
-    return layout(blocks, best.offsets, optimal=low >= best.peak)
+    return _answer(blocks, best, low >= best.peak, bound)
+
+
+def _answer(blocks: Sequence[Block], best: Layout, proven: bool, bound: int) -> Layout:
+    return layout(blocks, best.offsets, proven, best.algorithm, bound)
 
 
 def _targets(low: int, high: int, capacity: int | None, step: int) -> list[int]:

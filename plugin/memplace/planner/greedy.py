@@ -38,11 +38,15 @@ def conflict_counts(blocks: Sequence[Block]) -> list[int]:
     ]
 
 
+def conflict_order(blocks: Sequence[Block], conflicts: Sequence[int]) -> list[int]:
+    """Most conflicts first; then largest first, then input order."""
+    return sorted(range(len(blocks)), key=lambda i: (-conflicts[i], -blocks[i].size, i))
+
+
 def greedy_size(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
-    return layout(blocks, place_in_order(blocks, size_order(blocks)))
+    return layout(blocks, place_in_order(blocks, size_order(blocks)), algorithm="greedy-size")
 
 
 def greedy_conflicts(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
-    conflicts = conflict_counts(blocks)
-    order = sorted(range(len(blocks)), key=lambda i: (-conflicts[i], -blocks[i].size, i))
-    return layout(blocks, place_in_order(blocks, order))
+    order = conflict_order(blocks, conflict_counts(blocks))
+    return layout(blocks, place_in_order(blocks, order), algorithm="greedy-conflicts")

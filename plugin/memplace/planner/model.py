@@ -10,10 +10,16 @@ from typing import Any
 from memplace.errors import InputError
 
 VERSION = "plan/v1"
+ASSIGNMENT = "assignment"
+"""The algorithm a place names when it keeps the offsets the pool assignment found."""
 
 
 @dataclass(frozen=True)
 class PoolUsage:
+    """What one pool holds. `algorithm` names the algorithm its offsets came from (None
+    when it holds nothing): the one the plan asked for, the one `auto` took them from, or
+    ASSIGNMENT when the pool assignment's own offsets were kept (see docs/planner.md)."""
+
     name: str
     kind: str
     memory: str
@@ -22,6 +28,7 @@ class PoolUsage:
     used: int
     lower_bound: int
     optimal: bool
+    algorithm: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,11 +55,14 @@ class Placement:
 
 @dataclass(frozen=True)
 class StackUsage:
+    """What one context's stack holds; `algorithm` as in PoolUsage."""
+
     context: str
     memory: str
     address: int
     budget: int
     planned: int
+    algorithm: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,7 @@ class Plan:
                     "used": p.used,
                     "lower_bound": p.lower_bound,
                     "optimal": p.optimal,
+                    "algorithm": p.algorithm,
                 }
                 for p in self.pools
             ],
@@ -129,6 +140,7 @@ class Plan:
                     "address": s.address,
                     "budget": s.budget,
                     "planned": s.planned,
+                    "algorithm": s.algorithm,
                 }
                 for s in self.stacks
             ],

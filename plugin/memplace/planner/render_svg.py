@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html import escape
 
 from memplace.planner.blocks import Block, lower_bound
-from memplace.planner.model import Placement, Plan
+from memplace.planner.model import ASSIGNMENT, Placement, Plan
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 PALETTE = (
@@ -38,6 +38,7 @@ class _Place:
     lower_bound: int
     optimal: bool | None
     members: tuple[Placement, ...]
+    offsets_by: str
 
 
 def _places(plan: Plan) -> list[_Place]:
@@ -49,6 +50,7 @@ def _places(plan: Plan) -> list[_Place]:
             pool.lower_bound,
             pool.optimal,
             tuple(p for p in plan.placements if p.pool == pool.name),
+            offsets_by(plan.algorithm, pool.algorithm, pool.used == pool.lower_bound),
         )
         for pool in plan.pools
     ]
@@ -63,9 +65,26 @@ def _places(plan: Plan) -> list[_Place]:
                 bound,
                 None,
                 members,
+                offsets_by(plan.algorithm, stack.algorithm, stack.planned == bound),
             )
         )
     return [place for place in places if place.members]
+
+
+def offsets_by(asked: str, used: str | None, at_bound: bool) -> str:
+    """Which algorithm a place's offsets came from, in words, given the one the plan asked
+    for and whether they meet the lower bound; empty when the plan does not say."""
+    if used is None:
+        return ""
+    if used == asked:
+        return f"offsets by {used}"
+    if used != ASSIGNMENT:
+        return f"offsets by {used} (auto's choice)"
+    if asked != "auto":
+        return f"offsets from the pool assignment: {asked} did not fit the capacity"
+    if at_bound:
+        return "offsets from the pool assignment, at the lower bound already"
+    return "offsets from the pool assignment: auto found none better"
 
 
 def _summary(place: _Place) -> str:
@@ -82,6 +101,8 @@ def render_text(plan: Plan, columns: int = 64, rows: int = 6) -> str:
     out = []
     for place in _places(plan):
         out.append(_summary(place))
+        if place.offsets_by:
+            out.append(f"  {place.offsets_by}")
         out.extend(_grid(place, len(plan.steps), columns, rows))
     return "\n".join(out)
 
@@ -169,7 +190,8 @@ def _panel(
     parts = [
         '<g class="place">',
         f'<text x="{left}" y="{y0 + 20}" font-size="13" font-weight="bold">'
-        f"{escape(_summary(place))}</text>",
+        f"{escape(_summary(place))}{escape('; ' + place.offsets_by if place.offsets_by else '')}"
+        "</text>",
         f'<rect x="{left}" y="{y0 + head}" width="{width}" height="{height}" '
         'fill="#f7f7f7" stroke="#999"/>',
     ]
