@@ -509,6 +509,19 @@ RULES: list[tuple[str, Change, str]] = [
         r"contexts.tick.threads: an isr is one handler; `threads` is for thread contexts",
     ),
     (
+        "context named as a worker thread's stack",
+        lambda data: data["contexts"].update(
+            main={**data["contexts"]["main"], "threads": 1},
+            main_thread0={
+                "core": "cpu0",
+                "entry": "other",
+                "stack": {"memory": "sram", "size": 1024},
+            },
+        ),
+        r"contexts.main_thread0: the stack of thread 0 of context 'main' has the C name "
+        r"main_thread0 \(memplace_stack_main_thread0\); give this context another name",
+    ),
+    (
         "isr priority out of range",
         _set("contexts.tick", {"core": "cpu0", "kind": "isr", "preempts": "main", "priority": 256}),
         r"contexts.tick.priority: an exception priority is 0..255, got 256",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -468,3 +469,114 @@ def test_an_isr_priority_beyond_the_implemented_bits_is_refused(
     # An application sets its own priorities: only the exerciser needs them in range.
     sources = RenderOptions(project_type="app", sources="../app")
     assert "memplace/src/ar_pools.c" in render(board, result, "app", sources)
+
+
+THREADS_WORKLOAD = {
+    "memplace": "workload/v1",
+    "name": "thr",
+    "steps": 3,
+    "buffers": [
+        {"name": "a", "size": 256, "live": [0, 1], "scope": "main.thread0.stack"},
+        {"name": "b", "size": 128, "live": [1, 2], "scope": "main.thread0.stack"},
+        {"name": "c", "size": 64, "live": 2, "scope": "main.thread1.stack"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def thread_files() -> dict[str, str]:
+    path = resources.bundled_boards()["qemu-mps3-an547"]
+    data = yaml.safe_load(path.read_text())
+    data["contexts"]["main"]["threads"] = 2
+    board = Board.from_data(data)
+    return render(board, plan(board, Workload.from_data(THREADS_WORKLOAD)))
+
+
+def test_each_worker_thread_stack_has_a_region_section_and_symbols(
+    thread_files: dict[str, str],
+) -> None:
+    linker = thread_files["memplace/cpu0/linker.ld"]
+    assert re.search(
+        r"stack_main_thread0 +\(rw\) : ORIGIN = 0x20078000, LENGTH = 0x00004000", linker
+    )
+    assert re.search(
+        r"stack_main_thread1 +\(rw\) : ORIGIN = 0x2007c000, LENGTH = 0x00004000", linker
+    )
+    for name in ("main_thread0", "main_thread1"):
+        assert f".memplace.stack.{name} (NOLOAD) :" in linker
+        assert f"__memplace_stack_{name}_start = .;" in linker
+        assert f"__memplace_stack_{name}_end = .;" in linker
+    startup = thread_files["memplace/cpu0/startup.c"]
+    reset = startup[startup.index("void Reset_Handler(void)\n{") :]
+    reset = reset[: reset.index("\n}\n")]
+    assert "uint64_t memplace_stack_main_thread1[2048]" in startup
+    assert '__attribute__((section(".memplace.stack.main_thread1"), used));' in startup
+    assert "ldr   r0, =__memplace_stack_main_thread1_start" in reset  # painted at reset
+    assert 'memplace_write("memplace: stack main.thread1 used ");' in startup
+    runtime = thread_files["memplace/include/memplace_runtime.h"]
+    assert "extern uint32_t __memplace_stack_main_thread0_end[];" in runtime
+
+
+def test_the_header_gives_each_thread_its_stack_and_its_buffers_offsets(
+    thread_files: dict[str, str],
+) -> None:
+    header = thread_files["memplace/include/thr_memplace.h"]
+    for line in (
+        "#define THR_STACK_MAIN_BUDGET 16384u",
+        "#define THR_STACK_MAIN_THREAD0_BUDGET 16384u",
+        "#define THR_STACK_MAIN_THREAD0 (memplace_stack_main_thread0)",
+        "#define THR_STACK_MAIN_THREAD0_ADDRESS 0x20078000u",
+        "#define THR_STACK_MAIN_THREAD0_PLANNED 384u",
+        "extern uint64_t memplace_stack_main_thread0[THR_STACK_MAIN_THREAD0_BUDGET / 8u];",
+        "void memplace_thread_main_thread0(void *argument);",
+        "#define THR_A_STACK_OFFSET 0u",
+        "#define THR_B_STACK_OFFSET 256u",
+        "#define THR_STACK_MAIN_THREAD1_PLANNED 64u",
+        "#define THR_C_STACK_OFFSET 0u",
+    ):
+        assert line in header
+    assert "THR_STACK_MAIN_ADDRESS" not in header  # the context's own stack: as before
+
+
+def test_the_exerciser_runs_each_thread_on_its_own_stack(thread_files: dict[str, str]) -> None:
+    exerciser = thread_files["src/exerciser_cpu0.c"]
+    assert "void memplace_run_on_stack(" in exerciser
+    assert "msr   psp, r2" in exerciser
+    assert (
+        "memplace_run_on_stack(memplace_thread_main_thread1, &failures, "
+        "__memplace_stack_main_thread1_end);"
+    ) in exerciser
+    thread0 = exerciser[exerciser.index("void memplace_thread_main_thread0(void *argument)") :]
+    thread0 = thread0[: thread0.index("\n}\n")]
+    assert "volatile uint8_t stack_area[384u] __attribute__((aligned(16)));" in thread0
+    assert '{0, 256u, 128u, 1u, 2u, "b"},' in exerciser
+    hints = thread_files["memplace/stack_hints/exerciser.yaml"]
+    assert "{caller: memplace_run_on_stack, targets: []}" in hints
+
+
+def test_a_project_without_threads_has_no_thread_code(files: dict[str, str]) -> None:
+    assert "memplace_run_on_stack" not in files["src/exerciser_cpu0.c"]
+    assert not any("stack_hints" in path for path in files)
+
+
+def test_a_thread_raises_only_the_isrs_that_preempt_its_context(tmp_path: Path) -> None:
+    """tick preempts main, so it is taken on main's threads' stacks; nest preempts only
+    tick, so it runs on the main stack inside tick and is never raised from a thread."""
+    path = tmp_path / "nested.yaml"
+    path.write_text(
+        "memplace: board/v1\nextends: qemu-mps3-an547\nname: nested\ncontexts:\n"
+        "  main: {threads: 2}\n"
+        "  tick: {core: cpu0, kind: isr, entry: SysTick_Handler, preempts: [main], priority: 2}\n"
+        "  nest: {core: cpu0, kind: isr, entry: PendSV_Handler, preempts: [tick], priority: 1}\n"
+    )
+    board = load_board(path)
+    exerciser = render(board, plan(board, Workload.from_data(THREADS_WORKLOAD)))[
+        "src/exerciser_cpu0.c"
+    ]
+    # SysTick pends through ICSR bit 26, PendSV through bit 28: only SysTick is raised.
+    assert "0x14000000u" not in exerciser and "0x10000000u);" not in exerciser
+    assert "stack_area, failed,\n                                       0x04000000u);" in exerciser
+    header = (
+        "/* Worker thread 0 of main, on stack main.thread0; preempted by ISR\n * contexts tick. */"
+    )
+    assert header in exerciser

@@ -3,6 +3,7 @@ pool storage and the CMake module, each built and run for real."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -638,3 +639,124 @@ def test_constants_from_data_files_keep_their_bytes(tmp_path: Path) -> None:
     build(out)
     log = run(out)
     assert [(f.what, f.name) for f in log.failures] == [("constant", "table")]
+
+
+THREADS_BOARD = ISR_BOARD.replace("name: an547-isr", "name: an547-threads") + (
+    "  main: {threads: 2}\n"
+)
+THREADS_WORKLOAD = """memplace: workload/v1
+name: workers
+steps: 4
+buffers:
+  - {name: act, size: 4K, live: [0, 3]}
+  - {name: window, size: 512, live: [0, 2], scope: main.stack}
+  - {name: rows, size: 256, live: [0, 1], scope: main.thread0.stack}
+  - {name: cols, size: 128, live: [1, 3], scope: main.thread0.stack}
+  - {name: taps, size: 64, live: [2, 3], scope: main.thread0.stack}
+  - {name: ring, size: 512, live: [0, 3], scope: main.thread1.stack}
+  - {name: tail, size: 32, live: 2, scope: main.thread1.stack}
+"""
+
+
+def _threads(tmp_path: Path) -> tuple[Path, Path]:
+    board, workload = tmp_path / "threads.yaml", tmp_path / "workers.yaml"
+    board.write_text(THREADS_BOARD)
+    workload.write_text(THREADS_WORKLOAD)
+    return board, workload
+
+
+def test_worker_threads_run_their_buffers_on_their_own_stacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board, workload = _threads(tmp_path)
+    out = tmp_path / "p"
+    code, text = _check(capsys, "check", str(board), str(workload), "--out", str(out))
+    assert code == 0, text
+    log = (out / "build" / "run.json").read_text()
+    marks = dict(re.findall(r"memplace: stack (\S+) used (\d+) budget 16384", log))
+    assert set(marks) == {"main", "main.thread0", "main.thread1"}
+    # Each thread's frame holds its planned area (384 and 544 bytes), and the ISRs raised
+    # at every step stack an exception frame there.
+    assert 384 + 32 <= int(marks["main.thread0"]) < 1024
+    assert 544 + 32 <= int(marks["main.thread1"]) < 1024
+    code, text = _check(capsys, "verify", str(out), "--json")
+    report = json.loads(text)
+    assert code == 0 and report["ok"], text
+    stacks = {s["context"]: s for s in report["stacks"]}
+    for name in ("main.thread0", "main.thread1"):
+        stack = stacks[name]
+        assert stack["measured"] == int(marks[name])
+        assert stack["measured"] <= stack["static_bound"] <= stack["measured"] + 256
+        assert stack["path"][0] == f"memplace_thread_{name.replace('.', '_')}"
+        assert [i["context"] for i in stack["interrupts"]] == ["systick", "pendsv"]
+    code, text = _check(capsys, "verify", str(out))
+    assert "ISRs systick, pendsv interrupt it: one exception frame of 108 bytes" in text
+
+
+def test_two_thread_stack_buffers_on_top_of_each_other_fail_the_run(tmp_path: Path) -> None:
+    board_file, workload_file = _threads(tmp_path)
+    board = load_board(board_file)
+    good = plan(board, Workload.from_file(workload_file))
+    rows, cols = good.placement("rows"), good.placement("cols")
+    # Both live at step 1 on thread 0's stack: put one on top of the other.
+    assert rows.stack == cols.stack == "main.thread0" and rows.offset != cols.offset
+    bad = replace(
+        good,
+        placements=tuple(
+            replace(p, offset=rows.offset) if p.name == "cols" else p for p in good.placements
+        ),
+    )
+    out = tmp_path / "bad"
+    write_project(render(board, bad), out)
+    build(out)
+    log = run(out)
+    assert not log.passed
+    # rows breaks where cols lands on it; cols then also meets taps, planned on rows' bytes.
+    assert [(f.name, f.step) for f in log.failures] == [("rows", 1), ("cols", 2)]
+    assert set(log.stacks) == {"main", "main.thread0", "main.thread1"}
+
+
+APP_THREAD = """#include <stdint.h>
+#include "workers_memplace.h"
+
+/* Thread 0's function; thread 1 has none in this image. */
+void memplace_thread_main_thread0(void *argument)
+{
+    volatile uint8_t area[WORKERS_STACK_MAIN_THREAD0_PLANNED] __attribute__((aligned(16)));
+    area[WORKERS_COLS_STACK_OFFSET] = (uint8_t)(uintptr_t)argument;
+}
+
+int app_main(void)
+{
+    memplace_thread_main_thread0(0);
+    return 0;
+}
+"""
+
+
+def test_a_thread_stack_without_its_function_is_unbounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board, workload = _threads(tmp_path)
+    sources = tmp_path / "app"
+    sources.mkdir()
+    (sources / "app.c").write_text(APP_THREAD)
+    out = tmp_path / "p"
+    argv = ["generate", str(board), str(workload), "--out", str(out)]
+    code, text = _check(capsys, *argv, "--project-type", "app", "--sources", str(sources))
+    assert code == 0, text
+    assert _check(capsys, "build", str(out))[0] == 0
+    code, text = _check(capsys, "verify", str(out), "--json")
+    report = json.loads(text)
+    assert code == 1
+    assert [(f["check"], f["subject"], f["message"]) for f in report["findings"]] == [
+        (
+            "stack-unbounded",
+            "main.thread1",
+            "the thread's function memplace_thread_main_thread1() is not in cpu0.elf: start "
+            "the thread in a function of that name (the generated header declares it)",
+        )
+    ]
+    bounds = {s["context"]: s["static_bound"] for s in report["stacks"]}
+    # Thread 0's function holds the planned area; an ISR frame may land on top of it.
+    assert bounds["main.thread0"] >= 384 + 108 and bounds["main.thread1"] is None

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memplace.board import Board
+from memplace.cli import pool_table
 from memplace.errors import InputError, MemplaceError, PlanningError
 from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM, Budget, Layout, plan
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, first_fit, grain, lower_bound, peak
@@ -21,7 +22,7 @@ from memplace.planner.check import placement_problems
 from memplace.planner.exact import MAX_PAIRS
 from memplace.planner.greedy import place_in_order
 from memplace.planner.model import Plan
-from memplace.planner.render_svg import render_text
+from memplace.planner.render_svg import render_svg, render_text
 from memplace.workload import Workload
 
 QUICK = Budget(time_limit=5.0, nodes=50_000)
@@ -333,6 +334,58 @@ def test_plan_json_has_the_fixed_fields(board: Board, demo_workload: Workload) -
         "reason",
     }
     assert set(data["stacks"][0]) >= {"context", "budget", "planned"}
+
+
+def test_plan_json_lists_every_worker_thread_stack(board_data: dict[str, Any]) -> None:
+    board_data["contexts"]["main"]["threads"] = 2
+    board = Board.from_data(board_data)
+    workload = Workload.from_data(
+        {
+            "memplace": "workload/v1",
+            "name": "threads",
+            "steps": 3,
+            "buffers": [
+                {"name": "own", "size": 64, "live": [0, 1], "scope": "main.stack"},
+                {"name": "a", "size": 256, "live": [0, 1], "scope": "main.thread0.stack"},
+                {"name": "b", "size": 128, "live": [1, 2], "scope": "main.thread0.stack"},
+                {"name": "c", "size": 32, "live": 2, "scope": "main.thread1.stack"},
+            ],
+        }
+    )
+    result = plan(board, workload)
+    data = result.to_json()
+    main, first, second = board.contexts["main"].stacks()
+    assert data["stacks"] == [
+        {
+            "context": context,
+            "memory": "dtcm",
+            "address": stack.address,
+            "budget": 16384,
+            "planned": planned,
+            "algorithm": "assignment",
+        }
+        for context, stack, planned in [
+            ("main", main[1], 64),
+            ("main.thread0", first[1], 384),
+            ("main.thread1", second[1], 32),
+        ]
+    ]
+    assert {p["name"]: p["stack"] for p in data["placements"]} == {
+        "own": "main",
+        "a": "main.thread0",
+        "b": "main.thread0",
+        "c": "main.thread1",
+    }
+    thread = result.stacks[1]
+    assert (thread.owner, thread.thread, thread.c_name) == ("main", 0, "main_thread0")
+    assert (result.stacks[0].owner, result.stacks[0].thread) == ("main", None)
+    assert Plan.from_json(data) == result
+    # The pool table and the text rendering name each thread's stack too.
+    table = pool_table(result)
+    assert "main.thread0.stack  dtcm" in table and "main.thread1.stack  dtcm" in table
+    text = render_text(result)
+    assert "stack of main.thread0 (dtcm): 384 of 16384 bytes used" in text
+    assert "stack of main.thread1 (dtcm): 32 of 16384 bytes used" in render_svg(result)
 
 
 def test_plans_are_deterministic(board: Board, demo_workload: Workload) -> None:

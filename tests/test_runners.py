@@ -84,3 +84,14 @@ def test_run_log_parsing() -> None:
     assert log.result == "fail" and not log.passed
     assert parse_run("memplace: result pass\n", 0).passed
     assert parse_run("memplace: fault exception 3\n", 125).fault == 3
+
+
+def test_run_log_names_worker_thread_stacks_as_the_plan_does() -> None:
+    log = parse_run(
+        "memplace: stack main used 700 budget 16384\n"
+        "memplace: stack main.thread0 used 316 budget 16384\n"
+        "memplace: stack main.thread12 used 8 budget 1024\n"
+        "memplace: stack main.other used 9 budget 1024\n",
+        0,
+    )
+    assert log.stacks == {"main": 700, "main.thread0": 316, "main.thread12": 8}

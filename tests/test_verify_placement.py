@@ -4,6 +4,7 @@ plan reserves, the reset handler's copy table, and every finding at once."""
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +206,39 @@ def test_every_finding_is_reported_not_the_first() -> None:
         ("load-copy", "ws"),
         ("memory", ".rogue"),
     }
+
+
+def test_a_worker_thread_stack_is_checked_like_a_context_stack() -> None:
+    """main0 starts a worker thread; its stack is memplace_stack_main0_thread0 in section
+    .memplace.stack.main0_thread0, at the address the plan gives main0.thread0."""
+    thread = StackUsage("main0.thread0", "shared", 0x2000E800, 0x800, 0x100)
+    threaded = replace(project(), plan=replace(PLAN, stacks=(*PLAN.stacks, thread)))
+
+    def found(address: int, section: str = ".memplace.stack.main0_thread0") -> list[Any]:
+        images = good_images()
+        cpu0 = images["cpu0"]
+        symbol = Symbol("memplace_stack_main0_thread0", address, 0x800, "object", section=section)
+        stack_section = Section(section, address, 0x800, nobits=True)
+        images["cpu0"] = image("cpu0", [*cpu0.sections, stack_section], [*cpu0.symbols, symbol])
+        return [(f.check, f.subject, f.message) for f in check_images(threaded, images)]
+
+    assert found(0x2000E800) == []
+    assert found(0x2000E000) == [
+        (
+            "placement",
+            "main0.thread0.stack",
+            "memplace_stack_main0_thread0 is 2048 bytes at 0x2000e000, the plan says 2048 "
+            "bytes at 0x2000e800",
+        )
+    ]
+    assert (
+        "placement",
+        "main0.thread0.stack",
+        "memplace_stack_main0_thread0 is in section .bss, not .memplace.stack.main0_thread0",
+    ) in found(0x2000E800, ".bss")
+    # The image the thread's context runs on must have it; the other core's need not.
+    assert (
+        "placement",
+        "main0.thread0.stack",
+        "memplace_stack_main0_thread0 is missing from build/cpu0.elf",
+    ) in [(f.check, f.subject, f.message) for f in check_images(threaded, good_images())]

@@ -394,9 +394,6 @@ class Board:
         who = self.core_of(user) or user
         return who in self.memories[memory].access
 
-    def stack_contexts(self) -> list[Context]:
-        return [context for context in self.contexts.values() if context.stack]
-
     def memory_map(self, core: str) -> tuple[MappedMemory, ...]:
         """Every memory `core` reaches, at the address it sees it, lowest first, with the
         pools and stacks inside it."""
@@ -1116,6 +1113,7 @@ def _check_contexts(
     by_name = {spec.name: spec for spec in specs}
     for spec in specs:
         _check_preempts(spec, by_name)
+        _check_thread_names(spec, by_name)
     for core in cores:
         on_core = [spec for spec in specs if spec.core == core]
         if not any(spec.kind == "thread" for spec in on_core):
@@ -1135,6 +1133,18 @@ def _check_contexts(
             raise spec.node.error(
                 "an isr runs on the stacks of the contexts it preempts: list them in "
                 "`preempts`, or give it a stack of its own"
+            )
+
+
+def _check_thread_names(spec: _ContextSpec, by_name: Mapping[str, _ContextSpec]) -> None:
+    """A worker thread's stack is named in C as `<context>_thread<N>`
+    (memplace_stack_main_thread0): no context may take that name too."""
+    for index in range(spec.threads):
+        twin = by_name.get(f"{spec.name}_thread{index}")
+        if twin is not None:
+            raise twin.node.key_error(
+                f"the stack of thread {index} of context {spec.name!r} has the C name "
+                f"{twin.name} (memplace_stack_{twin.name}); give this context another name"
             )
 
 

@@ -24,6 +24,9 @@ __all__ = ["MANIFEST", "PROJECT_TYPES", "PROJECT_VERSION", "RenderOptions", "fnv
 
 PROJECT_VERSION = "project/v1"
 MANIFEST = "memplace.json"
+# Where a project keeps stack hints (the exerciser's own, and those its board and workload
+# files gave), so that `memplace verify DIR` bounds the stacks with them as `check` does.
+PROJECT_HINTS_DIR = "memplace/stack_hints"
 POOL_STORAGE = ("generated", "application")
 
 Renderer = Callable[[jinja2.Environment, dict[str, Any]], dict[str, str]]
@@ -31,10 +34,15 @@ Renderer = Callable[[jinja2.Environment, dict[str, Any]], dict[str, str]]
 
 def _exerciser(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, str]:
     template = env.get_template("exerciser/exerciser.c.j2")
-    return {
+    files = {
         f"src/exerciser_{core['name']}.c": template.render({**context, "core": core})
         for core in context["cores"]
     }
+    if any(core["threads"] for core in context["cores"]):
+        # The exerciser runs worker threads through a call verify must not count twice.
+        hints = env.get_template("exerciser/stack_hints.yaml.j2").render(context)
+        files[f"{PROJECT_HINTS_DIR}/exerciser.yaml"] = hints
+    return files
 
 
 def _app(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from memplace.codegen.checksum import fnv1a
 from memplace.errors import InputError
 from memplace.planner.arena import Arena, user_core
 from memplace.planner.arena import arenas as plan_arenas
-from memplace.planner.model import Placement, Plan, PoolUsage
+from memplace.planner.model import Placement, Plan, PoolUsage, StackUsage
 
 # Core exceptions the exerciser can raise by itself (ICSR bit that pends each one), and
 # where its priority field lies: the System Handler Priority Register word and the field's
@@ -156,6 +156,7 @@ def project_context(
             "address": plan.address(p) or 0,
             "symbol": pool_symbol(name, p.pool or ""),
             "dynamic": p.dynamic,
+            "stack": p.stack,
         }
         for p in plan.placements
     ]
@@ -177,9 +178,7 @@ def project_context(
             if any(a["core"] == core for a in all_arenas)
         ],
         "placements": placements,
-        "stacks": [
-            {"context": s.context, "budget": s.budget, "address": s.address} for s in plan.stacks
-        ],
+        "stacks": [_stack(s) for s in plan.stacks],
         "cores": [_core(board, plan, core, options, users) for core in board.cores.values()],
         "mailbox": mailbox(board, _reserved(board, plan)),
     }
@@ -292,11 +291,11 @@ def _core(
                 "length": storage_bytes(pool.used),
             }
         )
-    stacks = [s for s in plan.stacks if board.contexts[s.context].core == core.name]
+    stacks = [s for s in plan.stacks if board.contexts[s.owner].core == core.name]
     for stack in stacks:
         regions.append(
             {
-                "name": f"stack_{stack.context}",
+                "name": f"stack_{stack.c_name}",
                 "attrs": board.memories[stack.memory].attrs,
                 "origin": stack.address + _view(board, stack.memory, core.name),
                 "length": stack.budget,
@@ -347,15 +346,8 @@ def _core(
             }
             for p in foreign_pools
         ],
-        "stacks": [
-            {
-                "context": s.context,
-                "budget": s.budget,
-                "address": s.address,
-                "region": f"stack_{s.context}",
-            }
-            for s in stacks
-        ],
+        "stacks": [_stack(s) for s in stacks],
+        "threads": [_thread(plan, s, isrs, core) for s in stacks if s.thread is not None],
         "main_stack": main.name,
         "entry": entry,
         "isrs": [_isr(isr, core) for isr in isrs],
@@ -382,6 +374,41 @@ def _core(
         "stack_area": next((s.planned for s in stacks if s.context == main.name), 0),
         "sources": _sources(core, plan.workload, options),
     }
+
+
+def _stack(stack: StackUsage) -> dict[str, Any]:
+    """A stack as the templates name it: `context` is the plan's label (`main.thread0`),
+    `name` the C identifier of its symbols, section and region (`main_thread0`)."""
+    return {
+        "context": stack.context,
+        "name": stack.c_name,
+        "budget": stack.budget,
+        "address": stack.address,
+        "planned": stack.planned,
+        "owner": stack.owner,
+        "thread": stack.thread,
+        "function": thread_function(stack) if stack.thread is not None else None,
+        "region": f"stack_{stack.c_name}",
+    }
+
+
+def _thread(plan: Plan, stack: StackUsage, isrs: list[Context], core: Core) -> dict[str, Any]:
+    """A worker thread the exerciser runs on its own stack, with the buffers planned there
+    and the ICSR bits that raise the ISR contexts preempting its context (`isr_bits`)."""
+    preempting = [_isr(isr, core) for isr in isrs if stack.owner in isr.preempts]
+    return {
+        **_stack(stack),
+        "isrs": [isr["name"] for isr in preempting],
+        "isr_bits": sum(1 << isr["icsr_bit"] for isr in preempting),
+        "buffers": [
+            _checked(plan.workload, p) for p in plan.placements if p.stack == stack.context
+        ],
+    }
+
+
+def thread_function(stack: StackUsage) -> str:
+    """The function a worker thread starts in: the root verify bounds its stack from."""
+    return f"memplace_thread_{stack.c_name}"
 
 
 def arenas(board: Board, plan: Plan, users: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:

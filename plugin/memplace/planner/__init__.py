@@ -266,19 +266,20 @@ def _pool_usage(board: Board, outcomes: dict[Place, _Outcome]) -> tuple[PoolUsag
 
 
 def _stack_usage(board: Board, outcomes: dict[Place, _Outcome]) -> tuple[StackUsage, ...]:
+    """Every stack of the board, context by context: its own, then its worker threads'."""
     usage = []
-    for context in board.stack_contexts():
-        if context.stack is None:
-            continue
-        outcome = outcomes.get(Place(stack=context.name))
-        usage.append(
-            StackUsage(
-                context=context.name,
-                memory=context.stack.memory,
-                address=context.stack.address,
-                budget=context.stack.size,
-                planned=outcome.layout.peak if outcome else 0,
-                algorithm=outcome.layout.algorithm if outcome else None,
+    for context in board.contexts.values():
+        for label, stack in context.stacks():
+            name = label.removesuffix(".stack")
+            outcome = outcomes.get(Place(stack=name))
+            usage.append(
+                StackUsage(
+                    context=name,
+                    memory=stack.memory,
+                    address=stack.address,
+                    budget=stack.size,
+                    planned=outcome.layout.peak if outcome else 0,
+                    algorithm=outcome.layout.algorithm if outcome else None,
+                )
             )
-        )
     return tuple(usage)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,8 @@ from memplace.errors import InputError
 VERSION = "plan/v1"
 ASSIGNMENT = "assignment"
 """The algorithm a place names when it keeps the offsets the pool assignment found."""
+# A worker thread's stack as placements and StackUsage label it: `main.thread0`.
+_THREAD_STACK = re.compile(r"^\w+\.thread(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,10 @@ class Placement:
 
 @dataclass(frozen=True)
 class StackUsage:
-    """What one context's stack holds; `algorithm` as in PoolUsage."""
+    """What one stack holds; `algorithm` as in PoolUsage.
+
+    `context` labels the stack as placements do: a context's own stack by the context's
+    name (`main`), a worker thread's by `<context>.thread<N>` (`main.thread0`)."""
 
     context: str
     memory: str
@@ -63,6 +69,23 @@ class StackUsage:
     budget: int
     planned: int
     algorithm: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """The context the stack belongs to: for a worker thread's, the context that
+        starts the thread."""
+        return self.context.split(".", 1)[0]
+
+    @property
+    def thread(self) -> int | None:
+        """The worker thread's index for a thread's stack; None for a context's own."""
+        match = _THREAD_STACK.match(self.context)
+        return int(match[1]) if match else None
+
+    @property
+    def c_name(self) -> str:
+        """The label as a C identifier, for symbols and sections: `main`, `main_thread0`."""
+        return self.context.replace(".", "_")
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ class _CoreChecker:
             if pool.used and pool.memory in self.memories:
                 findings += self._check_pool(pool)
         for stack in self.plan.stacks:
-            context = self.board["contexts"].get(stack.context, {})
+            context = self.board["contexts"].get(stack.owner, {})
             if context.get("core") == self.core:
                 findings += self._check_stack(stack)
         findings += self._check_sections()
@@ -190,7 +190,7 @@ class _CoreChecker:
 
     def _check_stack(self, stack: Any) -> Iterator[Finding]:
         subject = f"{stack.context}.stack"
-        name = f"memplace_stack_{stack.context}"
+        name = f"memplace_stack_{stack.c_name}"
         symbol = self.image.get_symbol(name)
         if symbol is None:
             yield self.finding("placement", subject, f"{name} is missing from {self.file}")
@@ -217,7 +217,7 @@ class _CoreChecker:
                 subject,
                 f"{name} at 0x{symbol.address:08x} is not aligned to {STACK_ALIGN}",
             )
-        wanted = STACK_SECTION + stack.context
+        wanted = STACK_SECTION + stack.c_name
         if symbol.section != wanted:
             yield self.finding(
                 "placement", subject, f"{name} is in section {symbol.section}, not {wanted}"

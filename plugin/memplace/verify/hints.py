@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from memplace.codegen import PROJECT_HINTS_DIR
 from memplace.errors import InputError, Mark
 from memplace.source import Document, Node, suggest
 
@@ -195,10 +196,6 @@ def _indirect_data(hint: IndirectHint) -> dict[str, Any]:
 
 
 BUNDLED_DIR = Path(__file__).parent / "stack_hints"
-
-# Where a generated project keeps the hints its board and workload files gave, so that
-# `memplace verify DIR` bounds the stacks with them as `memplace check` does.
-PROJECT_HINTS_DIR = "memplace/stack_hints"
 
 
 def bundled_hints() -> dict[str, Path]:

@@ -71,6 +71,19 @@ class StackReport:
         }
 
 
+def _interrupt_lines(stack: StackReport) -> list[str]:
+    if "." in stack.context and stack.interrupts:
+        # A worker thread's stack: the ISRs' handlers run on the main stack.
+        names = ", ".join(name for name, _ in stack.interrupts)
+        frame = stack.interrupts[0][1]
+        return [f"  ISRs {names} interrupt it: one exception frame of {frame} bytes"]
+    lines = []
+    for name, cost in stack.interrupts:
+        shown = "unbounded" if cost is None else f"{cost} bytes"
+        lines.append(f"  ISR {name} lands on it: {shown} with its exception frame")
+    return lines
+
+
 @dataclass(frozen=True)
 class Report:
     findings: tuple[Finding, ...]
@@ -101,9 +114,7 @@ class Report:
             )
             if stack.path and stack.static_bound is not None:
                 lines.append(f"  deepest path: {' > '.join(stack.path)}")
-            for name, cost in stack.interrupts:
-                shown = "unbounded" if cost is None else f"{cost} bytes"
-                lines.append(f"  ISR {name} lands on it: {shown} with its exception frame")
+            lines += _interrupt_lines(stack)
         for finding in self.findings:
             lines.append(f"FAIL {finding.check} {finding.subject}: {finding.message}")
         lines.append("verify: ok" if self.ok else f"verify: {len(self.findings)} finding(s)")

@@ -6,7 +6,8 @@ Lines that matter start with `memplace: `:
   memplace: fail isr NAME step 0        an ISR context never ran (or its frame broke)
   memplace: fail core NAME step N       a core never reported, or never finished step N
   memplace: fail arena NAME step N      a dynamic buffer's arena refused or overran
-  memplace: stack CONTEXT used N budget M
+  memplace: stack STACK used N budget M   STACK: a context (main) or a worker thread's
+                                          stack (main.thread0), as the plan labels it
   memplace: fault exception N           the image stopped on an unexpected exception
   memplace: result pass|fail
 """
@@ -17,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 _FAIL = re.compile(r"^memplace: fail (buffer|constant|isr|core|arena) (\w+) step (\d+)$")
-_STACK = re.compile(r"^memplace: stack (\w+) used (\d+) budget (\d+)$")
+_STACK = re.compile(r"^memplace: stack (\w+(?:\.thread\d+)?) used (\d+) budget (\d+)$")
 _FAULT = re.compile(r"^memplace: fault exception (\d+)$")
 _RESULT = re.compile(r"^memplace: result (pass|fail)$")
 

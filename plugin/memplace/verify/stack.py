@@ -13,6 +13,13 @@ context a core starts on), at least the bytes planned on that stack, and for eve
 that can land there an exception frame plus the ISR's own bound. ISRs nest by priority:
 a more urgent one (lower number) can preempt a less urgent one, so at most one ISR per
 priority level is active at once, and the worst case takes the costliest of each level.
+
+A worker thread's stack (`main.thread0`) is bounded from the function the thread starts
+in (`memplace_thread_main_thread0`, which the generated header declares and the exerciser
+defines), at least the bytes planned on it, plus one exception frame when an ISR preempts
+the thread's context (its `preempts`): a thread runs on the process stack, where an
+exception stacks its frame, while the handler, and any ISR nested in it, run on the main
+stack.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 
 from memplace import process
 from memplace.build import BUILD_DIR
+from memplace.codegen.context import thread_function
 from memplace.errors import InputError, ToolError
 from memplace.project import Project
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
@@ -407,13 +415,17 @@ def context_bounds(
     stacks = {s.context for s in project.plan.stacks}
     analyses = {core: Analysis(graph, hints) for core, graph in graphs.items()}
     results = {}
+    landing = _landing(contexts, stacks)
     for stack in project.plan.stacks:
-        core = contexts[stack.context]["core"]
+        core = contexts[stack.owner]["core"]
         if core not in images:
             continue
-        results[stack.context] = _context_bound(
-            project, stack, images[core], analyses[core], _landing(contexts, stacks)
-        )
+        if stack.thread is not None:
+            results[stack.context] = _thread_bound(project, stack, images[core], analyses[core])
+        else:
+            results[stack.context] = _context_bound(
+                project, stack, images[core], analyses[core], landing
+            )
     return results
 
 
@@ -440,7 +452,7 @@ def _context_bound(
     project: Project, stack: Any, image: Image, analysis: Analysis, landing: Mapping[str, set[str]]
 ) -> ContextBound:
     contexts = project.board["contexts"]
-    context = contexts[stack.context]
+    context = contexts[stack.owner]
     core = project.board["cores"][context["core"]]
     findings: list[Finding] = []
     root = _root(image, analysis.graph, stack, context)
@@ -478,6 +490,45 @@ def _context_bound(
         bytes=total,
         path=own.path if total is not None else (),
         interrupts=tuple(interrupts),
+        findings=tuple(findings),
+    )
+
+
+def _thread_bound(project: Project, stack: Any, image: Image, analysis: Analysis) -> ContextBound:
+    contexts = project.board["contexts"]
+    core = project.board["cores"][contexts[stack.owner]["core"]]
+    function = thread_function(stack)
+    root = analysis.graph.by_name.get(function)
+    findings: list[Finding] = []
+    if root is None:
+        findings.append(
+            Finding(
+                "stack-unbounded",
+                stack.context,
+                f"the thread's function {function}() is not in {image.path.name}: start the "
+                f"thread in a function of that name (the generated header declares it)",
+            )
+        )
+        own = Bound(None)
+    else:
+        own = analysis.bound(root)
+        findings += _problem_findings(stack.context, analysis, root, own)
+    total = None if own.bytes is None else max(own.bytes, stack.planned)
+    frame = exception_frame(core)
+    # Only an ISR that preempts the thread's context is taken on the thread's stack; one
+    # that preempts such an ISR is taken on the main stack, where that ISR runs.
+    interrupts = tuple(
+        (name, frame)
+        for name, other in contexts.items()
+        if other.get("kind") == "isr" and stack.owner in other.get("preempts", [])
+    )
+    if total is not None and interrupts:
+        total += frame  # one frame however the ISRs nest: the nested ones stack on MSP
+    return ContextBound(
+        context=stack.context,
+        bytes=total,
+        path=own.path if total is not None else (),
+        interrupts=interrupts,
         findings=tuple(findings),
     )
 
