@@ -140,29 +140,12 @@ def test_nrf5340_easydma_reaches_ram_only() -> None:
     assert board.cores["cpunet"].float_abi == "soft"
 
 
-def _small_workload() -> Workload:
-    """A few buffers and one constant, small enough for the smallest board."""
-    return Workload.from_data(
-        {
-            "memplace": "workload/v1",
-            "name": "small",
-            "steps": ["a", "b", "c"],
-            "buffers": [
-                {"name": "x", "size": 1024, "live": ["a", "b"]},
-                {"name": "y", "size": 2048, "live": ["b", "c"]},
-                {"name": "z", "size": 512, "live": ["c", "c"]},
-            ],
-            "constants": [{"name": "w", "size": 300}],
-        }
-    )
-
-
 @pytest.mark.parametrize("name", ALL_BOARDS)
 def test_each_board_plans_and_renders_small_and_touch_workloads(
-    name: str, touch_workload: Callable[[Board], Workload]
+    name: str, touch_workload: Callable[[Board], Workload], small_workload_data: dict[str, Any]
 ) -> None:
     board = load_board(name)
-    for workload in (_small_workload(), touch_workload(board)):
+    for workload in (Workload.from_data(small_workload_data), touch_workload(board)):
         files = render(board, plan(board, workload))
         for core in board.cores:
             assert f"memplace/{core}/linker.ld" in files
