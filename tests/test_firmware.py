@@ -28,6 +28,7 @@ from memplace.runners import QemuRunner
 from memplace.scopes import resolve
 from memplace.workflow import run
 from memplace.workload import Workload
+from test_codegen import SHARED_DYNAMIC
 
 pytestmark = pytest.mark.qemu
 
@@ -572,19 +573,7 @@ def test_static_buffers_never_share_bytes_with_a_live_arena(
 
 def test_each_core_hands_out_its_own_arena_in_a_shared_pool(tmp_path: Path) -> None:
     board = load_board("qemu-mps2-an521")
-    workload = Workload.from_data(
-        {
-            "memplace": "workload/v1",
-            "name": "duo",
-            "steps": 4,
-            "buffers": [
-                {"name": "a0", "size": 4096, "live": [0, 3], "users": ["main"]},
-                {"name": "d0", "size": 2000, "live": [0, 1], "dynamic": True, "users": ["main"]},
-                {"name": "d1", "size": 3000, "live": [2, 3], "dynamic": True, "users": ["main1"]},
-                {"name": "e1", "size": 500, "live": [3, 3], "dynamic": True, "users": ["main1"]},
-            ],
-        }
-    )
+    workload = Workload.from_data(SHARED_DYNAMIC)
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
     out = tmp_path / "duo"
     write_project(render(board, plan(board, workload), users=users), out)
