@@ -257,6 +257,13 @@ def test_the_application_may_provide_the_pool_storage(
     assert _check(capsys, "run", str(out))[0] == 0
     code, text = _check(capsys, "verify", str(out))
     assert code == 0, text
+    # `check` takes the same option and does all of it at once.
+    again = tmp_path / "q"
+    argv = ["qemu-mps3-an547", str(workload), "--out", str(again), "--project-type", "app"]
+    argv += ["--sources", str(sources), "--pool-storage", "application"]
+    code, text = _check(capsys, "check", *argv)
+    assert code == 0, text
+    assert "uint8_t small_pool_dtcm_ws[" not in (again / "memplace/src/small_pools.c").read_text()
 
 
 @pytest.fixture

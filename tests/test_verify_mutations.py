@@ -158,7 +158,10 @@ def test_verify_needs_objdump(
 ) -> None:
     monkeypatch.setattr("memplace.project_api.processes.shutil.which", lambda name: None)
     assert main(["verify", str(built)]) == 3
-    assert "arm-none-eabi-objdump not found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert (
+        "arm-none-eabi-objdump not found; install it: apt-get install binutils-arm-none-eabi" in err
+    )
 
 
 RECURSIVE = """

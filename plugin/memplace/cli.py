@@ -122,7 +122,6 @@ def _build_parser() -> argparse.ArgumentParser:
     generate.add_argument(
         "--force", action="store_true", help="overwrite files edited since memplace wrote them"
     )
-    options.add_arguments(generate, "pool_storage")
     generate.set_defaults(handler=_generate)
 
     build_cmd = commands.add_parser("build", help="build a generated project (CMake + Ninja)")
@@ -210,7 +209,7 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_project_options(parser: argparse.ArgumentParser) -> None:
-    options.add_arguments(parser, "project_type", "sources")
+    options.add_arguments(parser, "project_type", "sources", "pool_storage")
 
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
@@ -373,6 +372,7 @@ def _check(args: argparse.Namespace) -> int:
         args.timeout,
         sources=args.sources,
         stack_hints=load_hints(args.stack_hints),
+        pool_storage=args.pool_storage,
     )
     write_reports(result.report, junit=args.junit, sarif=args.sarif)
     return _print_check(result, args.json)

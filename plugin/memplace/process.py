@@ -20,6 +20,7 @@ __all__ = ["INSTALL_HINTS", "Completed", "Running", "find_tool", "run", "start"]
 
 INSTALL_HINTS = {
     "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
+    "arm-none-eabi-objdump": "apt-get install binutils-arm-none-eabi",
     "qemu-system-arm": "apt-get install qemu-system-arm",
     "cmake": "pip install cmake (or apt-get install cmake)",
     "ninja": "pip install ninja (or apt-get install ninja-build)",

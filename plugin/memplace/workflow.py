@@ -105,10 +105,13 @@ def check(
     timeout: float = DEFAULT_TIMEOUT,
     sources: Path | None = None,
     stack_hints: StackHints | None = None,
+    pool_storage: str = "generated",
 ) -> CheckResult:
     """Everything, for CI: generate, build, run where QEMU can, verify (with `stack_hints`
     bounding what the call graph alone cannot)."""
-    result = generate(board, workload, out, project_type, algorithm, sources=sources)
+    result = generate(
+        board, workload, out, project_type, algorithm, sources=sources, pool_storage=pool_storage
+    )
     build(out)
     log = run(out, timeout) if board.qemu_machine else None
     report = verify(Project.load(out), log, stack_hints)
