@@ -689,6 +689,30 @@ def test_worker_threads_run_their_buffers_on_their_own_stacks(
     assert "ISRs systick, pendsv interrupt it: one exception frame of 108 bytes" in text
 
 
+def test_a_released_core_reports_its_worker_threads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "duo-threads.yaml"
+    board.write_text(
+        "memplace: board/v1\nextends: qemu-mps2-an521\nname: an521-threads\n"
+        "contexts:\n  main1: {threads: 1}\n"
+    )
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "memplace: workload/v1\nname: w\nsteps: 3\nbuffers:\n"
+        "  - {name: a0, size: 1K, live: [0, 2], users: [main]}\n"
+        "  - {name: a1, size: 1K, live: [0, 2], users: [main1]}\n"
+        "  - {name: t1, size: 256, live: [1, 2], scope: main1.thread0.stack}\n"
+    )
+    out = tmp_path / "p"
+    code, text = _check(capsys, "check", str(board), str(workload), "--out", str(out), "--json")
+    assert code == 0, text
+    stacks = {s["context"]: s for s in json.loads(text)["stacks"]}
+    thread = stacks["main1.thread0"]
+    assert 256 <= thread["measured"] <= thread["static_bound"] <= thread["budget"]
+    assert stacks["main1"]["measured"] > 0
+
+
 def test_two_thread_stack_buffers_on_top_of_each_other_fail_the_run(tmp_path: Path) -> None:
     board_file, workload_file = _threads(tmp_path)
     board = load_board(board_file)
