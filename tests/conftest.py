@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,10 @@ import yaml
 
 from memplace import resources
 from memplace.board import Board, Pool, load_board
+from memplace.build import build
+from memplace.codegen import render
+from memplace.planner import plan
+from memplace.project import write_project
 from memplace.workload import Workload, load_workload
 
 DEFAULT_BOARD = "qemu-mps3-an547"
@@ -99,3 +104,33 @@ def write_yaml(tmp_path: Path) -> Callable[[str, str], Path]:
 
 def has_toolchain() -> bool:
     return all(shutil.which(tool) for tool in ("arm-none-eabi-gcc", "qemu-system-arm"))
+
+
+@pytest.fixture(scope="session")
+def built_demo(
+    tmp_path_factory: pytest.TempPathFactory, board: Board, demo_workload: Workload
+) -> Path:
+    """The demo project, generated and built once for the whole run; never changed (tests
+    that run or change it work on a copy, `demo_copy`)."""
+    out = tmp_path_factory.mktemp("demo") / "project"
+    write_project(render(board, plan(board, demo_workload)), out)
+    build(out)
+    return out
+
+
+@pytest.fixture
+def demo_copy(built_demo: Path, tmp_path: Path) -> Callable[..., Path]:
+    """A copy of the built demo, with `arm-none-eabi-objcopy ARGS` applied to its ELF when
+    given (GCC's .su and .ci files come along, for the stack analysis)."""
+
+    def make(*objcopy: str) -> Path:
+        copy = tmp_path / "mutant"
+        shutil.copytree(
+            built_demo, copy, ignore=shutil.ignore_patterns("*.ninja*", "CMakeCache.txt")
+        )
+        if objcopy:
+            elf = copy / "build" / "cpu0.elf"
+            subprocess.run(["arm-none-eabi-objcopy", *objcopy, str(elf)], check=True)
+        return copy
+
+    return make

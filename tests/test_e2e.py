@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,15 +22,6 @@ from memplace.workload import Workload
 pytestmark = pytest.mark.qemu
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, board: Board, demo_workload: Workload) -> Path:
-    """The demo project, generated and built once for the tests that only read it."""
-    out = tmp_path_factory.mktemp("demo") / "project"
-    write_project(render(board, plan(board, demo_workload)), out)
-    build(out)
-    return out
-
-
 def test_demo_plans_builds_runs_and_verifies(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -44,11 +34,12 @@ def test_demo_plans_builds_runs_and_verifies(
     assert out.rstrip().endswith("verify: ok")
 
 
-def test_the_run_passes_and_reports_the_stack(built: Path) -> None:
-    log = run(built)
+def test_the_run_passes_and_reports_the_stack(demo_copy: Callable[..., Path]) -> None:
+    project = demo_copy()
+    log = run(project)
     assert log.passed
     assert 640 < log.stacks["main"] < 4096
-    report = verify(Project.load(built), recorded_run(built))
+    report = verify(Project.load(project), recorded_run(project))
     assert report.ok, report.table()
     assert report.stacks[0].measured == log.stacks["main"]
 
@@ -81,27 +72,15 @@ def test_overlapping_live_buffers_fail_the_run(
     )
 
 
-def _mutated(built: Path, tmp_path: Path, *objcopy_args: str) -> Path:
-    copy = tmp_path / "mutant"
-    shutil.copytree(built, copy, ignore=shutil.ignore_patterns("CMakeFiles", "*.ninja*"))
-    elf = copy / "build" / "cpu0.elf"
-    subprocess.run(
-        ["arm-none-eabi-objcopy", *objcopy_args, str(elf)], check=True, capture_output=True
-    )
-    return copy
-
-
 def _verify_json(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:  # type: ignore[type-arg]
     code = main(["verify", str(folder), "--json"])
     return code, json.loads(capsys.readouterr().out)
 
 
 def test_a_pool_moved_to_another_memory_is_caught(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = _mutated(
-        built, tmp_path, "--change-section-address", ".memplace.pool.dtcm_ws=0x01180000"
-    )
+    mutant = demo_copy("--change-section-address", ".memplace.pool.dtcm_ws=0x01180000")
     code, report = _verify_json(mutant, capsys)
     assert code == 1 and report["ok"] is False
     messages = {(f["check"], f["subject"], f["message"]) for f in report["findings"]}
@@ -116,11 +95,9 @@ def test_a_pool_moved_to_another_memory_is_caught(
 
 
 def test_overlapping_sections_are_caught(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = _mutated(
-        built, tmp_path, "--change-section-address", ".memplace.pool.dtcm_ws=0x2007b000"
-    )
+    mutant = demo_copy("--change-section-address", ".memplace.pool.dtcm_ws=0x2007b000")
     code, report = _verify_json(mutant, capsys)
     assert code == 1
     overlaps = [f for f in report["findings"] if f["check"] == "overlap"]
@@ -128,13 +105,9 @@ def test_overlapping_sections_are_caught(
 
 
 def test_a_constant_loaded_outside_the_load_memory_is_caught(
-    built: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = _mutated(
-        built, tmp_path, "--change-section-lma", ".memplace.pool.ddr_const=0x01000000"
-    )
+    mutant = demo_copy("--change-section-lma", ".memplace.pool.ddr_const=0x01000000")
     code, report = _verify_json(mutant, capsys)
     assert code == 1
     assert {f["subject"] for f in report["findings"] if f["check"] == "load-copy"} == {"ddr_const"}

@@ -10,42 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import textwrap
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memplace.board import Board, load_board
-from memplace.build import build
+from memplace.board import load_board
 from memplace.cli import main
-from memplace.codegen import render
-from memplace.planner import plan
-from memplace.project import write_project
-from memplace.workload import Workload
 from test_stack_soundness import PROLOGUE, build_program
 
 pytestmark = pytest.mark.qemu
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, board: Board, demo_workload: Workload) -> Path:
-    out = tmp_path_factory.mktemp("mutations") / "project"
-    write_project(render(board, plan(board, demo_workload)), out)
-    build(out)
-    return out
-
-
-def mutate(built: Path, tmp_path: Path, *objcopy: str) -> Path:
-    copy = tmp_path / "mutant"
-    shutil.copytree(built, copy, ignore=shutil.ignore_patterns("*.ninja*", "CMakeCache.txt"))
-    if objcopy:
-        elf = copy / "build" / "cpu0.elf"
-        subprocess.run(["arm-none-eabi-objcopy", *objcopy, str(elf)], check=True)
-    return copy
 
 
 def verify_json(folder: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, Any]:
@@ -58,9 +35,9 @@ def findings(report: Any) -> set[tuple[str, str]]:
 
 
 def test_the_unchanged_build_verifies_with_a_static_bound(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, report = verify_json(mutate(built, tmp_path), capsys)
+    code, report = verify_json(demo_copy(), capsys)
     assert code == 0 and report["ok"], report
     (stack,) = report["stacks"]
     assert stack["planned"] <= stack["static_bound"] < stack["budget"]
@@ -68,11 +45,9 @@ def test_the_unchanged_build_verifies_with_a_static_bound(
 
 
 def test_a_constant_pool_moved_to_another_memory_is_caught(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = mutate(
-        built, tmp_path, "--change-section-address", ".memplace.pool.itcm_const=0x60000000"
-    )
+    mutant = demo_copy("--change-section-address", ".memplace.pool.itcm_const=0x60000000")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     messages = [f["message"] for f in report["findings"] if f["subject"] == "itcm_const"]
@@ -81,11 +56,11 @@ def test_a_constant_pool_moved_to_another_memory_is_caught(
 
 
 def test_a_constant_without_its_load_copy_is_caught(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Loaded where it runs, in DDR: nothing in the load memory for the reset handler to
     # copy, and the copy table still reads the old place.
-    mutant = mutate(built, tmp_path, "--change-section-lma", ".memplace.pool.ddr_const=0x60c00000")
+    mutant = demo_copy("--change-section-lma", ".memplace.pool.ddr_const=0x60c00000")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     messages = [f["message"] for f in report["findings"] if f["check"] == "load-copy"]
@@ -95,9 +70,9 @@ def test_a_constant_without_its_load_copy_is_caught(
 
 
 def test_a_load_copy_on_top_of_the_code_is_caught(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = mutate(built, tmp_path, "--change-section-lma", ".memplace.pool.ddr_const=0x00000100")
+    mutant = demo_copy("--change-section-lma", ".memplace.pool.ddr_const=0x00000100")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     assert (
@@ -107,9 +82,9 @@ def test_a_load_copy_on_top_of_the_code_is_caught(
 
 
 def test_a_stack_moved_out_of_its_place_is_caught(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = mutate(built, tmp_path, "--change-section-address", ".memplace.stack.main=0x01000000")
+    mutant = demo_copy("--change-section-address", ".memplace.stack.main=0x01000000")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     messages = [f["message"] for f in report["findings"] if f["subject"] == "main.stack"]
@@ -118,9 +93,9 @@ def test_a_stack_moved_out_of_its_place_is_caught(
 
 
 def test_a_run_deeper_than_the_bound_means_the_analysis_was_wrong(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = mutate(built, tmp_path)
+    mutant = demo_copy()
     record = mutant / "build" / "run.json"
     output = "memplace: stack main used 9000 budget 16384\nmemplace: result pass\n"
     record.write_text(json.dumps({"exit_code": 0, "output": output}))
@@ -134,11 +109,9 @@ def test_a_run_deeper_than_the_bound_means_the_analysis_was_wrong(
 
 
 def test_junit_and_sarif_carry_the_findings(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = mutate(
-        built, tmp_path, "--change-section-address", ".memplace.pool.dtcm_ws=0x01180000"
-    )
+    mutant = demo_copy("--change-section-address", ".memplace.pool.dtcm_ws=0x01180000")
     junit, sarif = tmp_path / "verify.xml", tmp_path / "verify.sarif"
     code = main(["verify", str(mutant), "--junit", str(junit), "--sarif", str(sarif)])
     out = capsys.readouterr().out
@@ -154,10 +127,10 @@ def test_junit_and_sarif_carry_the_findings(
 
 
 def test_verify_needs_objdump(
-    built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    built_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr("memplace.project_api.processes.shutil.which", lambda name: None)
-    assert main(["verify", str(built)]) == 3
+    assert main(["verify", str(built_demo)]) == 3
     err = capsys.readouterr().err
     assert (
         "arm-none-eabi-objdump not found; install it: apt-get install binutils-arm-none-eabi" in err
@@ -260,11 +233,11 @@ def test_check_takes_stack_hints_and_writes_reports(
 
 
 def test_a_hint_naming_no_function_is_an_input_error(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    built_demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hints = tmp_path / "hints.yaml"
     hints.write_text("memplace: stack_hints/v1\nalloca:\n  - {function: wlak, size: 8}\n")
-    assert main(["verify", str(built), "--stack-hints", str(hints)]) == 2
+    assert main(["verify", str(built_demo), "--stack-hints", str(hints)]) == 2
     err = capsys.readouterr().err
     assert (
         f"{hints}:3:16: stack hints: no function 'wlak' in the images; did you mean 'walk'?" in err
