@@ -4,6 +4,7 @@ workload that touches every pool of a board."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from memplace import resources
 from memplace.board import Board, Pool, load_board
 from memplace.build import build
 from memplace.codegen import render
-from memplace.planner import plan
+from memplace.planner import Plan, plan
 from memplace.project import write_project
 from memplace.workload import Workload, load_workload
 
@@ -134,3 +135,16 @@ def demo_copy(built_demo: Path, tmp_path: Path) -> Callable[..., Path]:
         return copy
 
     return make
+
+
+def moved_onto(result: Plan, onto: str, *names: str) -> Plan:
+    """`result` with the buffers `names` moved to the offset of buffer `onto`: a plan whose
+    live buffers share bytes, for tests that the target or the checks catch it."""
+    offset = result.placement(onto).offset
+    return dataclasses.replace(
+        result,
+        placements=tuple(
+            dataclasses.replace(p, offset=offset) if p.name in names else p
+            for p in result.placements
+        ),
+    )

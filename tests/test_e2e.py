@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from conftest import moved_onto
 from memplace.board import Board
 from memplace.build import build
 from memplace.cli import main
@@ -51,13 +51,7 @@ def test_overlapping_live_buffers_fail_the_run(
     victim, intruder = good.placement("conv1_out"), good.placement("dw1_out")
     # Both live at step dw1 (2), in the same pool: put one on top of the other.
     assert victim.pool == intruder.pool and victim.last >= intruder.first
-    bad = replace(
-        good,
-        placements=tuple(
-            replace(p, offset=victim.offset) if p.name == intruder.name else p
-            for p in good.placements
-        ),
-    )
+    bad = moved_onto(good, victim.name, intruder.name)
     out = tmp_path / "bad"
     write_project(render(board, bad), out)
     build(out)

@@ -17,6 +17,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from conftest import moved_onto
 from memplace import resources
 from memplace.board import Board, load_board
 from memplace.build import build
@@ -113,13 +114,7 @@ def test_stack_buffers_live_in_a_real_frame(tmp_path: Path, board: Board) -> Non
     assert log.passed
     assert log.stacks["main"] >= good.stacks[0].planned
     # The same plan with two live stack buffers on top of each other fails on the target.
-    window = good.placement("window")
-    bad = replace(
-        good,
-        placements=tuple(
-            replace(p, offset=window.offset) if p.name == "scratch" else p for p in good.placements
-        ),
-    )
+    bad = moved_onto(good, "window", "scratch")
     out = tmp_path / "bad"
     write_project(render(board, bad), out)
     build(out)
@@ -437,13 +432,7 @@ def test_a_failure_on_core_one_fails_the_run(
 ) -> None:
     board, workload = two_cores
     good = plan(board, workload)
-    a1 = good.placement("a1")
-    bad = replace(
-        good,
-        placements=tuple(
-            replace(p, offset=a1.offset) if p.name == "b1" else p for p in good.placements
-        ),
-    )
+    bad = moved_onto(good, "a1", "b1")
     users = {"a1": ("main1",), "b1": ("main1",), "f1": ("main1",)}
     out = tmp_path / "bad"
     write_project(render(board, bad, users=users), out)
@@ -528,14 +517,7 @@ def test_dynamic_buffers_come_from_an_arena_within_their_reservation(
     log = run(out)
     assert log.passed, log
     # Move the arena onto the static buffer it must never touch: the target sees it.
-    act = good.placement("act")
-    bad = replace(
-        good,
-        placements=tuple(
-            replace(p, offset=act.offset) if p.name in ("work1", "work2") else p
-            for p in good.placements
-        ),
-    )
+    bad = moved_onto(good, "act", "work1", "work2")
     out = tmp_path / "bad"
     write_project(render(board, bad), out)
     build(out)
@@ -720,12 +702,7 @@ def test_two_thread_stack_buffers_on_top_of_each_other_fail_the_run(tmp_path: Pa
     rows, cols = good.placement("rows"), good.placement("cols")
     # Both live at step 1 on thread 0's stack: put one on top of the other.
     assert rows.stack == cols.stack == "main.thread0" and rows.offset != cols.offset
-    bad = replace(
-        good,
-        placements=tuple(
-            replace(p, offset=rows.offset) if p.name == "cols" else p for p in good.placements
-        ),
-    )
+    bad = moved_onto(good, "rows", "cols")
     out = tmp_path / "bad"
     write_project(render(board, bad), out)
     build(out)
