@@ -35,23 +35,17 @@ from memplace.project_api.standalone import DESCRIPTION, EMULATOR
 from memplace.resources import data_dir, demo_workload
 from memplace.runners import QemuRunner
 from memplace.workload import load_workload
+from test_project_api_process import SMALL_WORKLOAD
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "plugin" / "memplace" / "project_api"
 BOARD = "qemu-mps3-an547"
 REPLY_TIMEOUT = 120.0  # a build may take a while on a busy machine
-# The smallest workload, for boards the demo does not fit.
-SMALL = {
-    "memplace": "workload/v1",
-    "name": "small",
-    "steps": ["a", "b"],
-    "buffers": [{"name": "x", "size": 1024, "live": ["a", "b"]}],
-}
 
 
 def _generate(tmp_path: Path, board: str = BOARD, name: str = "my project") -> Path:
     """A project for `board` in a folder whose name needs quoting in a shell."""
     workload = tmp_path / "small.json"
-    workload.write_text(json.dumps(SMALL))
+    workload.write_text(json.dumps(SMALL_WORKLOAD))
     out = tmp_path / name
     source = demo_workload() if board == BOARD else workload
     workflow.generate(load_board(board), load_workload(source), out)
