@@ -580,3 +580,44 @@ def test_a_thread_raises_only_the_isrs_that_preempt_its_context(tmp_path: Path) 
         "/* Worker thread 0 of main, on stack main.thread0; preempted by ISR\n * contexts tick. */"
     )
     assert header in exerciser
+
+
+def _released_cores(board: Board, releasers: list[str]) -> Board:
+    """`board` with one more core per entry of `releasers`, each released by that core."""
+    template = board.cores["cpu1"]
+    assert template.release is not None
+    cores = dict(board.cores)
+    names = [f"extra{index}" for index in range(len(releasers))]
+    for name, by in zip(names, releasers, strict=True):
+        cores[name] = replace(template, name=name, release=replace(template.release, by=by))
+    memories = {
+        key: replace(memory, access=(*memory.access, *names)) if "cpu1" in memory.access else memory
+        for key, memory in board.memories.items()
+    }
+    return replace(board, cores=cores, memories=memories)
+
+
+def test_the_mailbox_has_room_for_seven_released_cores() -> None:
+    from memplace.codegen.context import mailbox
+
+    board = load_board("qemu-mps2-an521")
+    assert mailbox(_released_cores(board, ["cpu0"] * 6), {})["slots"] == 8
+    with pytest.raises(InputError, match="cores: memplace releases at most 7 cores"):
+        mailbox(_released_cores(board, ["cpu0"] * 7), {})
+
+
+def test_released_cores_are_released_by_one_core() -> None:
+    from memplace.codegen.context import mailbox
+
+    board = _released_cores(load_board("qemu-mps2-an521"), ["cpu1"])
+    with pytest.raises(InputError, match="cores are released by cpu0, cpu1; memplace's startup"):
+        mailbox(board, {})
+
+
+def test_the_mailbox_needs_a_shared_memory_with_room() -> None:
+    from memplace.codegen.context import mailbox
+
+    board = load_board("qemu-mps2-an521")
+    full = {name: memory.origin for name, memory in board.memories.items()}
+    with pytest.raises(InputError, match="no writable memory that cores cpu0, cpu1 all reach"):
+        mailbox(board, full)
