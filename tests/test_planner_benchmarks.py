@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from memplace.board import Board
+from memplace.cli import main
 from memplace.planner import ALGORITHMS, Budget, plan
 from memplace.planner.blocks import Block, lower_bound
 from memplace.planner.check import placement_problems
@@ -34,15 +36,52 @@ def _instances(group: str) -> list[Path]:
     return sorted((SHARED / group).glob("*.csv")) if SHARED.is_dir() else []
 
 
+ONE_POOL_BOARD = """\
+memplace: board/v1
+name: one-pool
+summary: one workspace pool of exactly 1 MiB
+cores:
+  cpu0:
+    cpu: cortex-m4
+    float_abi: soft
+    layout: {vectors: flash, code: flash, data: sram, load: flash}
+memories:
+  flash: {origin: 0x00000000, size: 4M, attrs: rx, kind: flash, access: [cpu0], latency: 5}
+  sram:  {origin: 0x20000000, size: 1M, attrs: rwx, kind: sram, access: [cpu0], latency: 2}
+  arena: {origin: 0x60000000, size: 1M, attrs: rw, kind: sram, access: [cpu0], latency: 1}
+pools:
+  arena_ws: {memory: arena, size: 1M, kind: workspace}
+contexts:
+  main: {core: cpu0, entry: main, stack: {memory: sram, size: 8K}}
+"""
+
+
+def _workload_file(path: Path, out: Path) -> Path:
+    """The instance as a user writes it: each `[lower, upper)` a buffer living
+    `lower..upper-1`, alignment 1."""
+    lines = ["memplace: workload/v1", f"name: {path.name.split('.')[0].lower()}", "buffers:"]
+    for i, block in enumerate(_read(path)):
+        lines.append(
+            f"  - {{name: b{i}, size: {block.size}, align: 1, live: [{block.first}, {block.last}]}}"
+        )
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
 @pytest.mark.parametrize("path", _instances("minimalloc"), ids=lambda p: p.name.split(".")[0])
-def test_minimalloc_challenging_instances_fit_their_capacity(path: Path) -> None:
-    blocks = _read(path)
-    found = ALGORITHMS["auto"](blocks, Budget(capacity=CAPACITY, nodes=200_000))
-    assert found.peak <= CAPACITY
-    names = [str(i) for i in range(len(blocks))]
-    assert placement_problems(blocks, found.offsets, CAPACITY, names) == []
-    if lower_bound(blocks) == CAPACITY:
-        assert found.optimal
+def test_memplace_plan_fits_every_challenging_instance_in_its_capacity(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "board.yaml"
+    board.write_text(ONE_POOL_BOARD)
+    workload = _workload_file(path, tmp_path / "workload.yaml")
+    code = main(["plan", str(board), str(workload), "--json", "--time-limit", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    pool = json.loads(out)["pools"][0]
+    assert pool["name"] == "arena_ws" and pool["used"] <= CAPACITY
+    if pool["lower_bound"] == CAPACITY:
+        assert pool["optimal"]
 
 
 # TVM's own numbers for deep_speech: hill climbing 102416, greedy by size 149504.

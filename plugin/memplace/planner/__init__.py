@@ -96,7 +96,9 @@ def _plan(board: Board, workload: Workload, algorithm: str, time_limit: float, s
     # The greedy algorithms assign greedily too; the others give spilled buffers a second
     # chance at faster places, with an offset search there.
     searching = algorithm not in ("greedy-size", "greedy-conflicts")
-    assigned = assign_places(candidates, capacities, time_limit * ASSIGN_SHARE * searching)
+    assigned = assign_places(
+        candidates, capacities, time_limit * ASSIGN_SHARE * searching, time_limit * searching
+    )
     offsets, outcomes = _offsets(candidates, capacities, assigned, algorithm, deadline, seed)
     placements = tuple(
         Placement(

@@ -12,8 +12,13 @@ The objective, in order of importance:
 "Holds" is first decided by first fit, which is fast but can waste space; a buffer that
 first fit spills, or fits nowhere, then gets a second chance at each faster candidate
 whose lower bound admits it, with an offset search for that place and that buffer added.
-A buffer that fits nowhere after that is a planning error naming each candidate and how
-many bytes it lacks there at its worst step (as `--explain` measures it).
+Buffers that still fit nowhere are then packed together: each goes to its fastest
+candidate whose lower bound admits it, and each such place gets one offset search over
+all its buffers with the whole time limit (shared between the places), which is what
+tight pools need: first fit and single second chances give up on packings the search
+finds in a fraction of a second. Only a buffer that fits nowhere after that is a planning
+error naming each candidate and how many bytes it lacks there at its worst step (as
+`--explain` measures it).
 """
 
 from __future__ import annotations
@@ -73,8 +78,12 @@ def assign_places(
     candidates: Sequence[Candidates],
     capacities: dict[Place, int],
     seconds: float,
+    search_seconds: float = 0.0,
 ) -> Assigned:
-    """Choose a place and a sound first offset for every buffer (see the module doc)."""
+    """Choose a place and a sound first offset for every buffer (see the module doc).
+
+    `seconds` bounds the second chances; `search_seconds` the packing of buffers that
+    still fit nowhere (0: no packing, a greedy assignment)."""
     places = list(capacities)
     index = {place: k for k, place in enumerate(places)}
     blocks = [block_of(c) for c in candidates]
@@ -83,6 +92,13 @@ def assign_places(
     first = core.assign(blocks, order, options, [capacities[p] for p in places])
     chosen, offset = list(first.place), list(first.offset)
     sizes = [capacities[p] for p in places]
+    if search_seconds > 0:
+        deadline = time.monotonic() + search_seconds
+        _pack_homeless(blocks, order, options, sizes, chosen, offset, search_seconds / 2)
+        if min(chosen) < 0:
+            found = _search_assignment(blocks, order, options, sizes, deadline)
+            if found is not None:
+                chosen, offset = found
     _second_chances(blocks, order, options, sizes, chosen, offset, seconds)
     for i in order:
         if chosen[i] < 0:
@@ -150,32 +166,151 @@ def _second_chances(
             break
 
 
+def _pack_homeless(
+    blocks: Sequence[Block],
+    order: Sequence[int],
+    options: Sequence[Sequence[int]],
+    capacities: Sequence[int],
+    chosen: list[int],
+    offset: list[int],
+    seconds: float,
+) -> None:
+    """Put every buffer that fits nowhere into its fastest candidate whose lower bound
+    admits it, and search offsets for each place so filled; a place whose search does not
+    fit its capacity within its share of the time takes none of them."""
+    homeless = [i for i in order if chosen[i] < 0]
+    if not homeless:
+        return
+    deadline = time.monotonic() + seconds
+    members: dict[int, list[int]] = {p: [] for p in range(len(capacities))}
+    for i, p in enumerate(chosen):
+        if p >= 0:
+            members[p].append(i)
+    live = _LiveBytes(blocks, members)
+    arrivals: dict[int, list[int]] = {}
+    for i in homeless:
+        for p in options[i]:
+            if live.peak_with(p, blocks[i]) <= capacities[p]:
+                live.move(p, blocks[i], +1)
+                arrivals.setdefault(p, []).append(i)
+                break
+    for left, (p, arrived) in enumerate(sorted(arrivals.items()), start=0):
+        group = [*members[p], *arrived]
+        share = max(0.0, deadline - time.monotonic()) / (len(arrivals) - left)
+        budget = Budget(capacity=capacities[p], time_limit=share, goal=capacities[p])
+        found = auto([blocks[j] for j in group], budget)
+        if found.peak > capacities[p]:
+            continue
+        members[p] = group
+        for j, at in zip(group, found.offsets, strict=True):
+            chosen[j] = p
+            offset[j] = at
+
+
+def _search_assignment(
+    blocks: Sequence[Block],
+    order: Sequence[int],
+    options: Sequence[Sequence[int]],
+    capacities: Sequence[int],
+    deadline: float,
+) -> tuple[list[int], list[int]] | None:
+    """Assign every buffer anew, by a depth-first search over its candidates (fastest
+    first, in `order`) that keeps each place's lower bound within its capacity, and accept
+    the first complete assignment whose places all get offsets within their capacities;
+    None when the time runs out first. Iterative: a workload can hold more buffers than
+    Python's recursion allows."""
+    empty: dict[int, list[int]] = {p: [] for p in range(len(capacities))}
+    live = _LiveBytes(blocks, empty)
+    chosen = [-1] * len(blocks)
+    tried = [0] * len(order)
+    depth = 0
+    while depth >= 0 and time.monotonic() < deadline:
+        if depth == len(order):
+            offsets = _offsets_within(blocks, chosen, capacities, deadline)
+            if offsets is not None:
+                return chosen, offsets
+            depth -= 1
+            continue
+        i = order[depth]
+        if chosen[i] >= 0:
+            live.move(chosen[i], blocks[i], -1)
+            chosen[i] = -1
+        k = tried[depth]
+        while (
+            k < len(options[i])
+            and live.peak_with(options[i][k], blocks[i]) > capacities[options[i][k]]
+        ):
+            k += 1
+        if k == len(options[i]):
+            tried[depth] = 0
+            depth -= 1
+            continue
+        chosen[i] = options[i][k]
+        live.move(chosen[i], blocks[i], +1)
+        tried[depth] = k + 1
+        depth += 1
+    return None
+
+
+def _offsets_within(
+    blocks: Sequence[Block], chosen: Sequence[int], capacities: Sequence[int], deadline: float
+) -> list[int] | None:
+    """Offsets for every place of the assignment `chosen`, each within its capacity, or
+    None as soon as one place's search does not fit it."""
+    offsets = [0] * len(blocks)
+    for p, capacity in enumerate(capacities):
+        group = [i for i, q in enumerate(chosen) if q == p]
+        if not group:
+            continue
+        budget = Budget(
+            capacity=capacity,
+            time_limit=max(0.0, deadline - time.monotonic()),
+            nodes=RESCUE_NODES,
+            goal=capacity,
+        )
+        found = auto([blocks[i] for i in group], budget)
+        if found.peak > capacity:
+            return None
+        for i, at in zip(group, found.offsets, strict=True):
+            offsets[i] = at
+    return offsets
+
+
 class _LiveBytes:
-    """Bytes live at each step in each place, built when first asked for."""
+    """Bytes live in each place between consecutive step boundaries (the steps where a
+    block starts or ends: a timeline of a million steps with a few hundred blocks has a
+    few hundred segments), built for a place when first asked for."""
 
     def __init__(self, blocks: Sequence[Block], members: dict[int, list[int]]) -> None:
         self.blocks = blocks
         self.members = members
-        self.steps = max((b.last for b in blocks), default=0) + 2
+        bounds = sorted({b.first for b in blocks} | {b.last + 1 for b in blocks})
+        self.segment = {step: k for k, step in enumerate(bounds)}
         self.lines: dict[int, list[int]] = {}
+
+    def span(self, block: Block) -> range:
+        """The segments `block` is live in."""
+        return range(self.segment[block.first], self.segment[block.last + 1])
 
     def line(self, place: int) -> list[int]:
         if place not in self.lines:
-            edges = [0] * self.steps
+            edges = [0] * (len(self.segment) + 1)
             for j in self.members[place]:
-                edges[self.blocks[j].first] += self.blocks[j].size
-                edges[self.blocks[j].last + 1] -= self.blocks[j].size
+                span = self.span(self.blocks[j])
+                edges[span.start] += self.blocks[j].size
+                edges[span.stop] -= self.blocks[j].size
             self.lines[place] = list(itertools.accumulate(edges))
         return self.lines[place]
 
     def peak_with(self, place: int, block: Block) -> int:
         """The lower bound of the place with `block` added."""
-        return max(self.line(place)[block.first : block.last + 1]) + block.size
+        span = self.span(block)
+        return max(self.line(place)[span.start : span.stop]) + block.size
 
     def move(self, place: int, block: Block, sign: int) -> None:
         line = self.line(place)
-        for step in range(block.first, block.last + 1):
-            line[step] += sign * block.size
+        for k in self.span(block):
+            line[k] += sign * block.size
 
 
 def _fits_nowhere(
