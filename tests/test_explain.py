@@ -14,7 +14,8 @@ from memplace.cli import main
 from memplace.errors import PlanningError
 from memplace.explain import Room, explain, measure
 from memplace.planner import plan
-from memplace.planner.assign import _fits_nowhere, block_of
+from memplace.planner.alignment import planning_block
+from memplace.planner.assign import _fits_nowhere
 from memplace.planner.blocks import Block
 from memplace.scopes import resolve_buffer
 from memplace.workload import Workload, WorkloadBuilder
@@ -218,7 +219,11 @@ def test_free_bytes_in_pieces_lack_what_the_first_fit_lacked(board: Board) -> No
     x = Block(100 * 1024, 0, 0, 16)
     with pytest.raises(PlanningError) as caught:
         _fits_nowhere(
-            options, (300 * 1024,), {dtcm_ws: 256 * 1024}, block_of(options), [(dtcm_ws, x)]
+            options,
+            (300 * 1024,),
+            {dtcm_ws: 256 * 1024},
+            planning_block(options, board),
+            [(dtcm_ws, x)],
         )
     assert caught.value.shortfalls == {"dtcm_ws": 44 * 1024}
     assert str(caught.value) == "z (153600 bytes) fits nowhere: dtcm_ws lacks 45056 bytes"

@@ -21,6 +21,8 @@ from memplace.errors import InputError, Mark
 
 Path_ = tuple[str | int, ...]
 
+MAX_SIZE = 1 << 32
+"""The largest size anything of a 32-bit address space can have."""
 _SIZE = re.compile(r"^\s*(\d+)\s*([KM]?)\s*$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Values that aliases may copy in one file: far more than sharing a list of users between
@@ -386,6 +388,11 @@ class Node:
         if number < 0 or (number == 0 and not allow_zero):
             least = "0 or more" if allow_zero else "positive"
             raise self.error(f"a size must be {least}, got {self.value!r}")
+        if number > MAX_SIZE:
+            raise self.error(
+                f"a size is at most 4 GiB ({MAX_SIZE} bytes, a 32-bit address space), "
+                f"got {self.value!r}"
+            )
         return number
 
     def choice(self, choices: Iterable[str]) -> str:

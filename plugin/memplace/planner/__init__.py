@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from memplace.board import Board
 from memplace.errors import InputError, MemplaceError
+from memplace.planner.alignment import aligned_offset, planning_block
 from memplace.planner.arena import plan_with_arenas
 from memplace.planner.assign import Assigned, assign_places
 from memplace.planner.auto import auto
@@ -96,8 +97,13 @@ def _plan(board: Board, workload: Workload, algorithm: str, time_limit: float, s
     # The greedy algorithms assign greedily too; the others give spilled buffers a second
     # chance at faster places, with an offset search there.
     searching = algorithm not in ("greedy-size", "greedy-conflicts")
+    blocks = [planning_block(c, board) for c in candidates]
     assigned = assign_places(
-        candidates, capacities, time_limit * ASSIGN_SHARE * searching, time_limit * searching
+        candidates,
+        blocks,
+        capacities,
+        time_limit * ASSIGN_SHARE * searching,
+        time_limit * searching,
     )
     offsets, outcomes = _offsets(candidates, capacities, assigned, algorithm, deadline, seed)
     placements = tuple(
@@ -106,7 +112,7 @@ def _plan(board: Board, workload: Workload, algorithm: str, time_limit: float, s
             kind=c.buffer.kind,
             pool=assigned.place[i].pool,
             stack=assigned.place[i].stack,
-            offset=offsets[i],
+            offset=aligned_offset(board, c.buffer, assigned.place[i], offsets[i]),
             size=c.buffer.size,
             align=c.buffer.align,
             first=c.buffer.first,

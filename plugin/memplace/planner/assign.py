@@ -69,24 +69,20 @@ def buffer_order(candidates: Sequence[Candidates]) -> list[int]:
     )
 
 
-def block_of(options: Candidates) -> Block:
-    buffer = options.buffer
-    return Block(size=buffer.size, first=buffer.first, last=buffer.last, align=buffer.align)
-
-
 def assign_places(
     candidates: Sequence[Candidates],
+    blocks: Sequence[Block],
     capacities: dict[Place, int],
     seconds: float,
     search_seconds: float = 0.0,
 ) -> Assigned:
-    """Choose a place and a sound first offset for every buffer (see the module doc).
+    """Choose a place and a sound first offset for every buffer (see the module doc);
+    `blocks` stand for the buffers while offsets are searched (`alignment`).
 
     `seconds` bounds the second chances; `search_seconds` the packing of buffers that
     still fit nowhere (0: no packing, a greedy assignment)."""
     places = list(capacities)
     index = {place: k for k, place in enumerate(places)}
-    blocks = [block_of(c) for c in candidates]
     order = buffer_order(candidates)
     options = [[index[place] for place in c.places] for c in candidates]
     first = core.assign(blocks, order, options, [capacities[p] for p in places])
