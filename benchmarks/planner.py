@@ -30,15 +30,16 @@ import csv
 import importlib.util
 import random
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memplace.board import load_board
-from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM, Budget, plan
-from memplace.planner.blocks import Block, lower_bound, peak
-from memplace.planner.check import placement_problems
+from memplace.board import Board, load_board
+from memplace.errors import PlanningError
+from memplace.planner import DEFAULT_ALGORITHM, plan
+from memplace.planner.blocks import Block, lower_bound
 from memplace.workload import Buffer, Workload
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -59,7 +60,7 @@ class Row:
     instance: Instance
     bound: int
     greedy: int
-    peak: int
+    peak: int | None
     seconds: float
     optimal: bool
     baseline: str
@@ -104,34 +105,100 @@ def model_instances(shared: Path) -> list[Instance]:
     return found
 
 
-def solve(instance: Instance, time_limit: float, baseline: Callable[[Instance], str]) -> Row:
-    blocks = instance.blocks
-    start = time.perf_counter()
-    result = ALGORITHMS[DEFAULT_ALGORITHM](
-        blocks, Budget(capacity=instance.capacity, time_limit=time_limit)
-    )
-    seconds = time.perf_counter() - start
-    names = [str(i) for i in range(len(blocks))]
-    capacity = max(result.peak, instance.capacity or 0)
-    if placement_problems(blocks, result.offsets, capacity, names):
-        raise SystemExit(f"{instance.name}: unsound placement")
-    fit_seconds = None
-    if instance.capacity is not None:
-        start = time.perf_counter()
-        ALGORITHMS[DEFAULT_ALGORITHM](
-            blocks,
-            Budget(capacity=instance.capacity, time_limit=time_limit, goal=instance.capacity),
+ONE_POOL_BOARD = """\
+memplace: board/v1
+name: one-pool
+summary: one workspace pool of the instance's capacity
+cores:
+  cpu0:
+    cpu: cortex-m4
+    float_abi: soft
+    layout: {{vectors: flash, code: flash, data: sram, load: flash}}
+memories:
+  flash: {{origin: 0x00000000, size: 4M, attrs: rx, kind: flash, access: [cpu0], latency: 5}}
+  sram:  {{origin: 0x20000000, size: 1M, attrs: rwx, kind: sram, access: [cpu0], latency: 2}}
+  arena: {{origin: 0x60000000, size: {memory}, attrs: rw, kind: sram, access: [cpu0], latency: 1}}
+pools:
+  arena_ws: {{memory: arena, size: {capacity}, kind: workspace}}
+contexts:
+  main: {{core: cpu0, entry: main, stack: {{memory: sram, size: 8K}}}}
+"""
+UNBOUNDED = 64 * 1024 * 1024
+"""The pool of an instance that has no capacity: room for any peak of these instances."""
+FIT_LIMITS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+"""Time limits tried, shortest first, to find how soon `plan()` fits an instance."""
+
+
+def one_pool_board(capacity: int | None, folder: Path) -> Board:
+    """The board file a user writes for an instance: one workspace pool of its capacity."""
+    size = capacity or UNBOUNDED
+    path = folder / f"one-pool-{size}.yaml"
+    memory = -(-size // 1024) * 1024
+    path.write_text(ONE_POOL_BOARD.format(memory=memory, capacity=size), encoding="utf-8")
+    return load_board(path)
+
+
+def workload_of(instance: Instance) -> Workload:
+    buffers = tuple(
+        Buffer(
+            name=f"b{i}",
+            kind="buffer",
+            size=b.size,
+            align=b.align,
+            first=b.first,
+            last=b.last,
+            scope="global",
+            users=(),
         )
-        fit_seconds = time.perf_counter() - start
+        for i, b in enumerate(instance.blocks)
+    )
+    steps = tuple(str(i) for i in range(max(b.last for b in instance.blocks) + 1))
+    return Workload(name=instance.name, steps=steps, buffers=buffers)
+
+
+def plan_peak(
+    board: Board, workload: Workload, time_limit: float, algorithm: str = DEFAULT_ALGORITHM
+) -> tuple[int | None, bool, float]:
+    """`plan()` on the one-pool board: the pool's peak (None: a buffer fit nowhere), whether
+    it is proven optimal, and the seconds it took."""
+    start = time.perf_counter()
+    try:
+        result = plan(board, workload, algorithm=algorithm, time_limit=time_limit)
+    except PlanningError:
+        return None, False, time.perf_counter() - start
+    pool = result.pools[0]
+    return pool.used, pool.optimal, time.perf_counter() - start
+
+
+def fit_seconds(board: Board, workload: Workload, capacity: int, most: float) -> float | None:
+    """The seconds of the first `plan()` that fits, trying ever longer time limits."""
+    for limit in (t for t in FIT_LIMITS if t <= most):
+        used, _, seconds = plan_peak(board, workload, limit)
+        if used is not None and used <= capacity:
+            return seconds
+    return None
+
+
+def solve(
+    instance: Instance, time_limit: float, baseline: Callable[[Instance], str], folder: Path
+) -> Row:
+    """The instance through `plan()` on a board file with one pool of its capacity."""
+    board = one_pool_board(instance.capacity, folder)
+    workload = workload_of(instance)
+    used, optimal, seconds = plan_peak(board, workload, time_limit)
+    greedy, _, _ = plan_peak(one_pool_board(None, folder), workload, time_limit, "greedy-size")
+    fit = None
+    if instance.capacity is not None and used is not None:
+        fit = fit_seconds(board, workload, instance.capacity, time_limit)
     return Row(
         instance=instance,
-        bound=lower_bound(blocks),
-        greedy=ALGORITHMS["greedy-size"](blocks).peak,
-        peak=result.peak,
+        bound=lower_bound(instance.blocks),
+        greedy=greedy or 0,
+        peak=used,
         seconds=seconds,
-        optimal=result.optimal,
+        optimal=optimal,
         baseline=baseline(instance),
-        fit_seconds=fit_seconds,
+        fit_seconds=fit,
     )
 
 
@@ -174,11 +241,12 @@ def instance_table(rows: Sequence[Row], baseline_title: str) -> str:
         instance = row.instance
         fits = ""
         if instance.capacity is not None:
-            fits = "yes" if row.peak <= instance.capacity else "NO"
-            fits += f" ({row.fit_seconds:.2f})"
+            fits = "yes" if row.peak is not None and row.peak <= instance.capacity else "NO"
+            fits += f" ({row.fit_seconds:.2f})" if row.fit_seconds is not None else ""
+        peak = "fits nowhere" if row.peak is None else str(row.peak)
         lines.append(
             f"| {instance.group}/{instance.name} | {len(instance.blocks)} | {row.bound} | "
-            f"{row.greedy} | {row.peak} | {row.seconds:.2f} | "
+            f"{row.greedy} | {peak} | {row.seconds:.2f} | "
             f"{'yes' if row.optimal else 'no'} | {fits} | {row.baseline} |"
         )
     return "\n".join(lines)
@@ -210,29 +278,83 @@ def random_buffers(count: int, seed: int = 1) -> list[Buffer]:
 
 
 def scaling_table(sizes: Sequence[int], time_limit: float) -> str:
+    """Random workloads through `plan()` on the bundled board, greedy-size against auto."""
     board = load_board("qemu-mps3-an547")
     lines = [
-        "| buffers | lower bound | greedy-size peak | seconds | auto peak | seconds "
-        "| plan() greedy-size seconds | plan() auto seconds | plan() auto: pools proven optimal |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| buffers | lower bound (all pools) | plan() greedy-size: peaks, x bound, seconds "
+        "| plan() auto: peaks, x bound, seconds | auto: pools proven optimal |",
+        "|---:|---:|---|---|---|",
     ]
     for count in sizes:
         buffers = random_buffers(count)
-        blocks = [Block(b.size, b.first, b.last, b.align) for b in buffers]
-        cells = [str(count), str(lower_bound(blocks))]
-        for algorithm in ("greedy-size", "auto"):
-            start = time.perf_counter()
-            found = ALGORITHMS[algorithm](blocks, Budget(time_limit=time_limit))
-            cells += [str(peak(blocks, found.offsets)), f"{time.perf_counter() - start:.2f}"]
         steps = tuple(str(i) for i in range(max(b.last for b in buffers) + 1))
         workload = Workload(name="random", steps=steps, buffers=tuple(buffers))
+        cells = [str(count)]
         for algorithm in ("greedy-size", "auto"):
             start = time.perf_counter()
             result = plan(board, workload, algorithm=algorithm, time_limit=time_limit)
-            cells.append(f"{time.perf_counter() - start:.2f}")
-        used = [pool for pool in result.pools if pool.used]
+            seconds = time.perf_counter() - start
+            used = [pool for pool in result.pools if pool.used]
+            peaks = sum(pool.used for pool in used)
+            bound = sum(pool.lower_bound for pool in used)
+            if len(cells) == 1:
+                cells.append(str(bound))
+            cells.append(f"{peaks}, {peaks / bound:.4f}x, {seconds:.2f} s")
         cells.append(f"{sum(pool.optimal for pool in used)} of {len(used)}")
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def strip(seed: int, pieces: int, align: int = 64) -> Instance:
+    """A perfect packing: a rectangle of `capacity` bytes by `steps` steps cut, one cut at
+    a time (across memory or across time, at a random place), into `pieces` blocks; the
+    blocks fill it exactly, so its capacity is its lower bound and fitting it is optimal."""
+    rng = random.Random(seed)
+    steps = rng.randrange(pieces // 2, 2 * pieces)
+    capacity = align * rng.randrange(4 * pieces, 16 * pieces)
+    blocks = [(capacity, 0, steps - 1)]
+    while len(blocks) < pieces:
+        k = rng.randrange(len(blocks))
+        size, first, last = blocks[k]
+        if rng.random() < 0.5 and size >= 2 * align:
+            at = align * rng.randrange(1, size // align)
+            blocks[k : k + 1] = [(at, first, last), (size - at, first, last)]
+        elif last > first:
+            at = rng.randrange(first, last)
+            blocks[k : k + 1] = [(size, first, at), (size, at + 1, last)]
+    found = tuple(Block(size, first, last, align) for size, first, last in blocks)
+    return Instance("strips", f"s{seed}-{pieces}", found, capacity)
+
+
+def strips(count: int, smallest: int, largest: int, seed: int) -> list[Instance]:
+    rng = random.Random(seed)
+    return [strip(seed + i, rng.randrange(smallest, largest + 1)) for i in range(count)]
+
+
+def strip_table(chosen: Sequence[Instance], time_limit: float, folder: Path) -> str:
+    """Each strip through `plan()` on a board whose one pool is exactly its capacity (and,
+    as the baseline in the same run, greedy-size and auto on an unbounded pool)."""
+    lines = [
+        f"| strip | blocks | capacity = lower bound | plan() auto ({time_limit:g} s): peak, "
+        "x capacity, seconds | fits | plan() greedy-size: x capacity |",
+        "|---|---:|---:|---|---|---:|",
+    ]
+    for instance in chosen:
+        assert instance.capacity is not None
+        workload = workload_of(instance)
+        used, _, seconds = plan_peak(
+            one_pool_board(instance.capacity, folder), workload, time_limit
+        )
+        if used is None:  # does not fit: how close does it come with room to spare?
+            used, _, seconds = plan_peak(one_pool_board(None, folder), workload, time_limit)
+        greedy, _, _ = plan_peak(one_pool_board(None, folder), workload, time_limit, "greedy-size")
+        assert used is not None and greedy is not None
+        lines.append(
+            f"| {instance.name} | {len(instance.blocks)} | {instance.capacity} | {used}, "
+            f"{used / instance.capacity:.3f}x, {seconds:.1f} s | "
+            f"{'yes' if used <= instance.capacity else 'no'} | "
+            f"{greedy / instance.capacity:.3f}x |"
+        )
     return "\n".join(lines)
 
 
@@ -240,22 +362,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip omnimalloc's search and 100k")
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per instance")
+    parser.add_argument("--strip-time-limit", type=float, default=30.0, help="seconds per strip")
     parser.add_argument("--shared", type=Path, default=SHARED, help="the shared/ folder")
     parser.add_argument("--markdown", type=Path, help="also write the tables to this file")
     parser.add_argument("--only", help="instance names to run, comma separated")
+    parser.add_argument(
+        "--tables",
+        default="instances,strips,large,scaling",
+        help="which tables to print, comma separated",
+    )
     args = parser.parse_args(argv)
-    chosen = instances(args.shared)
-    if args.only:
-        chosen = [i for i in chosen if i.name in args.only.split(",")]
-    title, baseline = omnimalloc_baseline(args.quick)
-    rows = []
-    for instance in chosen:
-        rows.append(solve(instance, args.time_limit, baseline))
-        print(f"{instance.group}/{instance.name}: done", file=sys.stderr)
-    tables = [instance_table(rows, title)]
-    if not args.only:
-        sizes = SIZES[:2] if args.quick else SIZES
-        tables.append(scaling_table(sizes, args.time_limit))
+    wanted = set(args.tables.split(","))
+    tables = []
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        if "instances" in wanted:
+            chosen = instances(args.shared)
+            if args.only:
+                chosen = [i for i in chosen if i.name in args.only.split(",")]
+            title, baseline = omnimalloc_baseline(args.quick)
+            rows = []
+            for instance in chosen:
+                rows.append(solve(instance, args.time_limit, baseline, folder))
+                print(f"{instance.group}/{instance.name}: done", file=sys.stderr)
+            tables.append(instance_table(rows, title))
+        if "strips" in wanted:
+            count = 4 if args.quick else 12
+            tables.append(strip_table(strips(count, 40, 250, 1), args.strip_time_limit, folder))
+        if "large" in wanted:
+            count = 2 if args.quick else 8
+            tables.append(strip_table(strips(count, 500, 5000, 100), args.strip_time_limit, folder))
+        if "scaling" in wanted and not args.only:
+            sizes = SIZES[:2] if args.quick else SIZES
+            tables.append(scaling_table(sizes, args.time_limit))
     text = "\n\n".join(tables) + "\n"
     print(text, end="")
     if args.markdown:

@@ -39,7 +39,7 @@ def test_the_instance_table(bench: ModuleType, tmp_path: Path) -> None:
     path = tmp_path / "x.csv"
     path.write_text("id,lower,upper,size\n0,0,2,40\n1,2,4,20\n2,3,6,50\n3,1,3,20\n")
     instance = bench.Instance("demo", "x", bench.read_csv(path), 75)
-    row = bench.solve(instance, 5.0, lambda _: "-")
+    row = bench.solve(instance, 5.0, lambda _: "-", tmp_path)
     assert (row.bound, row.greedy, row.peak, row.optimal) == (70, 80, 70, True)
     table = bench.instance_table([row], "baseline")
     assert table.splitlines()[2].startswith("| demo/x | 4 | 70 | 80 | 70 |")
@@ -55,7 +55,8 @@ def test_random_workloads_are_repeatable(bench: ModuleType) -> None:
 def test_the_script_runs_on_shared_instances(
     bench: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert bench.main(["--quick", "--only", "deep_speech,five"]) == 0
+    args = ["--quick", "--only", "deep_speech,five", "--tables", "instances", "--time-limit", "1"]
+    assert bench.main(args) == 0
     out = capsys.readouterr().out
     assert "| tvm-usmp/deep_speech | 184 | 100352 |" in out
 

@@ -264,3 +264,34 @@ def test_explain_as_json_carries_the_plan_and_writes_the_picture(
     by_name = {story["name"]: story for story in report["buffers"]}
     assert by_name["im2col"]["chosen"] == "main.stack"
     assert svg.read_text().startswith("<svg")
+
+
+def test_each_pool_says_what_it_could_not_hold_at_its_busiest_step(board: Board) -> None:
+    # dtcm_ws holds 256K: x and y want it at step 1 together, 400K in all; one spills.
+    workload = (
+        WorkloadBuilder("w", steps=["a", "b"])
+        .buffer("x", "200K", (0, 1))
+        .buffer("y", "200K", 1)
+        .buffer("z", "16K", 0)
+        .build()
+    )
+    story = explain(board, workload, time_limit=1)
+    (spill,) = story.spills()
+    assert (spill.pool, spill.step, spill.held, spill.unheld) == (
+        "dtcm_ws",
+        1,
+        200 * 1024,
+        200 * 1024,
+    )
+    assert "dtcm_ws: 204800 bytes at its busiest step b could not be held there" in story.text()
+    assert story.to_json()["spills"] == [
+        {
+            "pool": "dtcm_ws",
+            "capacity": 262144,
+            "busiest_step": "b",
+            "held": 204800,
+            "unheld": 204800,
+        }
+    ]
+    alone = WorkloadBuilder("w", steps=["a", "b"]).buffer("x", "200K", (0, 1)).build()
+    assert explain(board, alone, time_limit=1).spills() == ()

@@ -79,6 +79,25 @@ class Story:
 
 
 @dataclass(frozen=True)
+class Spill:
+    """What a pool could not hold: at its busiest step (where the buffers placed there and
+    those that wanted it but went to a slower place add up to the most), `unheld` bytes of
+    the latter, beside the `held` bytes of the former."""
+
+    pool: str
+    capacity: int
+    step: int
+    held: int
+    unheld: int
+
+    def sentence(self, steps: Sequence[str]) -> str:
+        return (
+            f"{self.pool}: {self.unheld} bytes at its busiest step {steps[self.step]} could "
+            f"not be held there ({self.held} of {self.capacity} bytes held)"
+        )
+
+
+@dataclass(frozen=True)
 class Explanation:
     """Every buffer's story; `plan` is None when some buffer fits nowhere (`failed`)."""
 
@@ -106,7 +125,31 @@ class Explanation:
             lines.append("")
         for story in self.stories:
             lines += _story_lines(story, steps)
+        spills = self.spills()
+        if spills:
+            lines += ["", "spilled:"] + [f"  {spill.sentence(steps)}" for spill in spills]
         return "\n".join(lines)
+
+    def spills(self) -> tuple[Spill, ...]:
+        """Per pool that buffers wanted but spilled past, what it could not hold."""
+        if self.plan is None:
+            return ()
+        found = []
+        for pool in self.plan.pools:
+            held = [p for p in self.plan.placements if p.pool == pool.name]
+            wanted = [
+                story.placement
+                for story in self.stories
+                if story.placement is not None
+                and any(room.place == pool.name for room in story.passed_over)
+            ]
+            if not wanted:
+                continue
+            steps = range(len(self.workload.steps))
+            live = [(_live(held, step), _live(wanted, step)) for step in steps]
+            step = max(steps, key=lambda k: (sum(live[k]), -k))
+            found.append(Spill(pool.name, pool.capacity, step, *live[step]))
+        return tuple(found)
 
     def to_json(self) -> dict[str, Any]:
         """What `plan --explain --json` prints: the plan (null when some buffer fits
@@ -116,6 +159,16 @@ class Explanation:
             "plan": None if self.plan is None else self.plan.to_json(),
             "fits_nowhere": list(self.failed),
             "buffers": [_story_json(story, steps) for story in self.stories],
+            "spills": [
+                {
+                    "pool": spill.pool,
+                    "capacity": spill.capacity,
+                    "busiest_step": steps[spill.step],
+                    "held": spill.held,
+                    "unheld": spill.unheld,
+                }
+                for spill in self.spills()
+            ],
         }
 
     def raise_failure(self) -> None:
@@ -203,6 +256,10 @@ def measure(result: Plan, candidates: Candidates, label: str) -> Room | None:
     placed = [(p.offset, Block(p.size, p.first, p.last, p.align)) for p in others]
     end = first_fit(block, placed) + buffer.size
     return Room(label, capacity, worst, held[worst], max(0, end - capacity), contiguous=True)
+
+
+def _live(placements: Sequence[Placement | None], step: int) -> int:
+    return sum(p.size for p in placements if p is not None and p.first <= step <= p.last)
 
 
 def _capacity(result: Plan, label: str) -> int | None:

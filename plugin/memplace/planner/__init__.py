@@ -63,6 +63,9 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 DEFAULT_ALGORITHM = "auto"
 
+SEARCH_NODES = 10**15
+"""Search nodes of a place's offset search in `plan`: no limit but the time limit, which
+the search uses to the end unless it proves its peak optimal first."""
 ASSIGN_SHARE = 0.25
 """The part of the time limit that second chances in pool assignment may take."""
 
@@ -189,7 +192,9 @@ def _offsets(
         else:
             share = max(0.0, deadline - time.monotonic()) / max(1, searches)
             searches -= 0 if first.layout.optimal else 1
-            budget = Budget(capacity=capacities[place], time_limit=share, seed=seed)
+            budget = Budget(
+                capacity=capacities[place], time_limit=share, nodes=SEARCH_NODES, seed=seed
+            )
             found = _search(algorithm, place, mine, budget)
             if found.peak > capacities[place] or (
                 algorithm == "auto" and first.layout.peak < found.peak

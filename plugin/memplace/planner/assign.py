@@ -91,7 +91,7 @@ def assign_places(
     if search_seconds > 0:
         deadline = time.monotonic() + search_seconds
         _pack_homeless(blocks, order, options, sizes, chosen, offset, search_seconds / 2)
-        if min(chosen) < 0:
+        if any(p < 0 for p in chosen):
             found = _search_assignment(blocks, order, options, sizes, deadline)
             if found is not None:
                 chosen, offset = found

@@ -46,9 +46,9 @@ def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
     )
     if other.peak < best.peak:
         best = other
-    nodes = min(budget.nodes, EFFORT // len(blocks))
-    affordable = nodes >= 2 * len(blocks) * len(HEURISTICS) and sum(conflicts) // 2 <= MAX_PAIRS
-    if best.peak <= goal or not affordable:
+    first_try = min(budget.nodes, EFFORT // len(blocks))
+    affordable = first_try >= 2 * len(blocks) * len(HEURISTICS)
+    if best.peak <= goal or not affordable or sum(conflicts) // 2 > MAX_PAIRS:
         return best
     left = budget.time_limit - (time.monotonic() - started)
-    return improve(blocks, replace(budget, time_limit=left, nodes=nodes), best, bound)
+    return improve(blocks, replace(budget, time_limit=left), best, bound)

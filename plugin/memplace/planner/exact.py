@@ -35,6 +35,16 @@ from memplace.planner.blocks import (
 from memplace.planner.greedy import conflict_counts, greedy_conflicts, greedy_size
 
 HEURISTICS = ("WAT", "TAW", "TWA")
+RESTARTS = tuple(
+    a + b + c
+    for a in "WATZ"
+    for b in "WATZ"
+    for c in "WATZ"
+    if len({a, b, c}) == 3 and a + b + c not in HEURISTICS
+)
+"""Further orders of the blocks, tried in turn once the first three have each had a round
+without settling the question: a restart under another order often finds in a few nodes
+what one order misses after millions."""
 MAX_PAIRS = 10_000_000
 """Pairs of blocks that meet in time the exact search takes at most (its table of them
 then takes 80 MB)."""
@@ -70,10 +80,13 @@ def improve(
     low, nodes_left = -(-bound // step) * step, budget.nodes
     limit = 2 * len(blocks)
     goal = -1 if budget.goal is None else budget.goal
+    rounds = 0
     while low < best.peak and nodes_left > 0 and best.peak > goal:
         progress = False
+        # Each round adds one more order to the three, so a long search tries them all.
+        orders = HEURISTICS + RESTARTS[: rounds % (len(RESTARTS) + 1)]
         for target in _targets(low, best.peak, budget.capacity, step):
-            for heuristic in HEURISTICS:
+            for heuristic in orders:
                 seconds = deadline - time.monotonic()
                 if seconds <= 0 or nodes_left <= 0:
                     return _answer(blocks, best, False, bound)
@@ -95,6 +108,7 @@ def improve(
                 break
         if not progress:
             limit *= 2
+            rounds += 1
     return _answer(blocks, best, low >= best.peak, bound)
 
 
