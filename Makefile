@@ -25,6 +25,7 @@ unit:
 bench: setup
 	$(BIN)/python benchmarks/planner.py
 	$(BIN)/python benchmarks/stack.py
+	$(BIN)/python benchmarks/generate_kills.py
 
 wheel: setup
 	$(BIN)/python -m build --wheel --outdir dist .

@@ -75,7 +75,7 @@ def test_memplace_plan_fits_every_challenging_instance_in_its_capacity(
     board = tmp_path / "board.yaml"
     board.write_text(ONE_POOL_BOARD)
     workload = _workload_file(path, tmp_path / "workload.yaml")
-    code = main(["plan", str(board), str(workload), "--json", "--time-limit", "1"])
+    code = main(["plan", str(board), str(workload), "--json", "--time-limit", "3"])
     out = capsys.readouterr().out
     assert code == 0
     pool = json.loads(out)["pools"][0]

@@ -70,4 +70,4 @@ def test_plan_writes_the_svg_and_prints_the_pictures(
     printed = capsys.readouterr().out
     assert "pool dtcm_ws (dtcm): 215040 of 262144 bytes used" in printed
     assert main(["plan", "qemu-mps3-an547", str(workload), "--time-limit", "-1"]) == 2
-    assert "a time limit is a positive number of seconds" in capsys.readouterr().err
+    assert "--time-limit: expected a positive number of seconds" in capsys.readouterr().err

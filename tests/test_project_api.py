@@ -683,5 +683,5 @@ def test_file_system_errors_travel_by_class_name(api: Client, tmp_path: Path) ->
     (tmp_path / "taken").write_text("a file, not a folder")
     with pytest.raises(RemoteError) as caught:
         api.generate_project(demo_workload(), "taken/p", {})
-    assert caught.value.name == "FileExistsError"
-    assert caught.value.data["errno"] == 17 and "taken" in caught.value.data["message"]
+    assert caught.value.name == "NotADirectoryError"
+    assert caught.value.data["errno"] == 20 and "taken" in caught.value.data["message"]

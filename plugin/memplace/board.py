@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memplace import resources
+from memplace import names, resources
 from memplace.errors import InputError, Mark
 from memplace.inline_hints import read_stack_hints
-from memplace.source import Document, Node, is_identifier, suggest
+from memplace.source import Document, Node, is_identifier, name_problem, suggest
 
 if TYPE_CHECKING:
     from memplace.verify.hints import StackHints
@@ -615,7 +615,7 @@ class _BoardReader:
         summary = root.child("summary").string() if root.has("summary") else ""
         devices = self._devices()
         cores_node = root.child("cores")
-        core_names = [_name(node, key) for key, node in cores_node.items()]
+        core_names = [_name(node, key, "core") for key, node in cores_node.items()]
         if not core_names:
             raise cores_node.error("a board needs at least one core")
         for key, node in cores_node.items():
@@ -631,6 +631,8 @@ class _BoardReader:
             self._pool(key, node, memories, cores)
             for key, node in (pools_node.items() if pools_node else iter(()))
         ]
+        if pools_node:
+            _check_macro_names(pools_node)
         contexts_node = root.child("contexts")
         context_specs = [
             self._context(key, node, cores, devices, memories)
@@ -686,7 +688,7 @@ class _BoardReader:
             if origin + size > ADDRESS_SPACE:
                 raise item.child("size").error("the memory ends past the 4 GiB address space")
             memories[key] = Memory(
-                name=_name(item, key),
+                name=_name(item, key, "memory"),
                 origin=origin,
                 size=size,
                 attrs="".join(ch for ch in "rwx" if ch in attrs),
@@ -741,7 +743,7 @@ class _BoardReader:
                 f"add a core to that memory's access list"
             )
         size = item.child("size").size() if item.has("size") else None
-        return _PoolSpec(_name(item, key), memory, kind, size, item)
+        return _PoolSpec(_name(item, key, "pool"), memory, kind, size, item)
 
     def _context(
         self,
@@ -843,11 +845,27 @@ class _ContextSpec:
         )
 
 
-def _name(item: Node, key: str | int) -> str:
-    """The key of `item` in its mapping, checked to be a C identifier."""
+def _name(item: Node, key: str | int, kind: str = "") -> str:
+    """The key of `item` in its mapping, checked to be a C identifier that can name a
+    thing of the generated project (`kind`: what the project makes of it, `names`)."""
     if not is_identifier(str(key)):
         raise item.key_error(f"{key!r} is not a C identifier (letters, digits, _)")
+    problem = name_problem(str(key)) or names.kind_problem(kind, str(key))
+    if problem:
+        raise item.key_error(problem)
     return str(key)
+
+
+def _check_macro_names(pools_node: Node) -> None:
+    """Pools whose names differ only in case would give the header the same macros."""
+    seen: dict[str, str] = {}
+    for key, item in pools_node.items():
+        other = seen.setdefault(key.upper(), key)
+        if other != key:
+            raise item.key_error(
+                f"pools {other!r} and {key!r} would give the generated header the same "
+                f"macros ({key.upper()}_...); rename one of them"
+            )
 
 
 def _memory_ref(node: Node, memories: Mapping[str, Memory]) -> str:

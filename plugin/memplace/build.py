@@ -6,13 +6,20 @@ from pathlib import Path
 
 from memplace import process
 from memplace.errors import ToolError
+from memplace.project import locked
 
 BUILD_DIR = "build"
 TIMEOUT = 600.0
 
 
 def build(folder: Path) -> str:
-    """Configure (once) and build the project in `folder`; returns the build's output."""
+    """Configure (once) and build the project in `folder`; returns the build's output.
+    The folder is held for the build (`project.locked`)."""
+    with locked(folder):
+        return _build(folder)
+
+
+def _build(folder: Path) -> str:
     cmake = process.find_tool("cmake")
     process.find_tool("arm-none-eabi-gcc")
     build_dir = folder / BUILD_DIR

@@ -6,21 +6,25 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from memplace import options, resources, workflow
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.build import build
-from memplace.errors import CheckFailed, InputError, MemplaceError
+from memplace.errors import CheckFailed, InputError, MemplaceError, ToolError
 from memplace.explain import explain
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.planner.model import Plan
 from memplace.planner.render_svg import render_svg, render_text
 from memplace.project import Project
+from memplace.project_api.server import TERMINATING
 from memplace.runners import FlashRequest
 from memplace.schema import SCHEMAS
 from memplace.verify import Report, RunLog, load_hints, verify, write_reports
@@ -39,6 +43,7 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = None
+    previous = {sig: signal.signal(sig, _terminated) for sig in TERMINATING}
     try:
         args = parser.parse_args(argv)
         logging.basicConfig(
@@ -54,11 +59,81 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("memplace: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print(f"memplace: ended by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return 128 + exc.signum
     except BrokenPipeError:
         # The reader went away (`memplace plan ... | head`): nothing more to say, and Python
         # must not complain again when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # The system refused: no space left, a read-only or unreadable folder, a name too
+        # long for the file system. The input was fine; the machine failed (exit 3).
+        if args is not None and args.debug:
+            raise
+        print(f"memplace: error: {system_error(exc)}", file=sys.stderr)
+        return ToolError.exit_code
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so every child memplace started is
+    stopped on the way out (`memplace.process`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+def system_error(exc: OSError) -> str:
+    """One line for an error the operating system reported."""
+    what = exc.strerror or str(exc)
+    where = exc.filename if exc.filename is not None else None
+    return f"{where}: {what}" if where is not None else what
+
+
+def seconds(text: str) -> float:
+    """A command-line number of seconds: positive and finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def folder_to_write(text: str) -> Path:
+    """A folder memplace may create or write into: not a file, not under a file."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    _no_file_above(path, text)
+    return path
+
+
+def file_to_write(text: str) -> Path:
+    """A file memplace may write: not a folder, not under a file."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; name a file to write")
+    _no_file_above(path, text)
+    return path
+
+
+def _no_file_above(path: Path, text: str) -> None:
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
+            return
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -93,13 +168,16 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     plan_cmd.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds,
         default=DEFAULT_TIME_LIMIT,
         metavar="S",
         help=f"seconds the offset search may take (default: {DEFAULT_TIME_LIMIT:g})",
     )
     plan_cmd.add_argument(
-        "--svg", type=Path, metavar="FILE", help="draw every pool and stack into an SVG file"
+        "--svg",
+        type=file_to_write,
+        metavar="FILE",
+        help="draw every pool and stack into an SVG file",
     )
     plan_cmd.set_defaults(handler=_plan)
 
@@ -118,7 +196,9 @@ def _build_parser() -> argparse.ArgumentParser:
     generate = commands.add_parser("generate", help="plan and write a firmware project")
     _add_inputs(generate)
     _add_project_options(generate)
-    generate.add_argument("--out", type=Path, required=True, help="project folder to write")
+    generate.add_argument(
+        "--out", type=folder_to_write, required=True, help="project folder to write"
+    )
     generate.add_argument(
         "--force", action="store_true", help="overwrite files edited since memplace wrote them"
     )
@@ -152,7 +232,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_project_options(check_cmd)
     check_cmd.add_argument(
         "--out",
-        type=Path,
+        type=folder_to_write,
         default=Path("memplace-check"),
         help="project folder (default: memplace-check)",
     )
@@ -191,7 +271,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="check the bundled example on the default board")
     demo.add_argument(
         "--out",
-        type=Path,
+        type=folder_to_write,
         default=Path("memplace-demo"),
         help="project folder (default: memplace-demo)",
     )
@@ -205,6 +285,12 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "workload", metavar="WORKLOAD", type=Path, help="workload file, or a .tflite model"
     )
+    parser.add_argument(
+        "--data-root",
+        type=Path,
+        metavar="DIR",
+        help="folder the workload's data files may come from (default: the workload's own)",
+    )
     options.add_arguments(parser, "algorithm")
 
 
@@ -213,8 +299,12 @@ def _add_project_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--junit", type=Path, metavar="FILE", help="write the report as JUnit XML")
-    parser.add_argument("--sarif", type=Path, metavar="FILE", help="write the report as SARIF")
+    parser.add_argument(
+        "--junit", type=file_to_write, metavar="FILE", help="write the report as JUnit XML"
+    )
+    parser.add_argument(
+        "--sarif", type=file_to_write, metavar="FILE", help="write the report as SARIF"
+    )
     parser.add_argument(
         "--stack-hints",
         action="append",
@@ -228,14 +318,14 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
 def _add_timeout(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=workflow.DEFAULT_TIMEOUT,
         help=f"seconds before a run is stopped (default: {workflow.DEFAULT_TIMEOUT:g})",
     )
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Board, Workload]:
-    return load_board(args.board), load_workload(args.workload)
+    return load_board(args.board), load_workload(args.workload, args.data_root)
 
 
 def _boards(args: argparse.Namespace) -> int:

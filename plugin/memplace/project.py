@@ -7,22 +7,77 @@ has edited since memplace wrote it, unless told to (`force`).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from memplace.codegen import MANIFEST, PROJECT_VERSION
-from memplace.errors import InputError
+from memplace.errors import InputError, ToolError
 from memplace.planner.model import Plan
 
 # What memplace wrote last time, so that a user's edits can be told apart from ours.
 WRITTEN = ".memplace-written.json"
+LOCK = ".memplace.lock"
+"""Held (flock) by the command that writes, builds or runs in a project folder."""
+LOCK_WAIT = 10.0
+"""Seconds a command waits for another one to be done with the folder before refusing."""
+SCRATCH = "memplace-scratch-"
+"""Part of the name of the scratch folder a write fills beside the project."""
+
+_held: dict[Path, int] = {}
+
+
+@contextlib.contextmanager
+def locked(folder: Path, wait: float | None = None) -> Iterator[None]:
+    """Hold the folder for one command: a second one waits up to `wait` seconds (default
+    LOCK_WAIT), then is refused. Holding it again in the same process nests. A folder this
+    creates and leaves empty (the command failed before writing) is removed again."""
+    key = folder.absolute()
+    if key in _held:
+        _held[key] += 1
+        try:
+            yield
+        finally:
+            _held[key] -= 1
+        return
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        _acquire(fd, folder, LOCK_WAIT if wait is None else wait)
+        _held[key] = 1
+        try:
+            yield
+        finally:
+            del _held[key]
+            if created and [p.name for p in folder.iterdir()] == [LOCK]:
+                shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        os.close(fd)
+
+
+def _acquire(fd: int, folder: Path, wait: float) -> None:
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise ToolError(
+                    f"{folder} is in use by another memplace command (waited {wait:g} s); "
+                    "run this one when it is done"
+                ) from None
+            time.sleep(0.05)
 
 
 def _digest(data: bytes) -> str:
@@ -30,47 +85,80 @@ def _digest(data: bytes) -> str:
 
 
 def write_project(files: Mapping[str, str], out: Path, force: bool = False) -> list[Path]:
-    """Write `files` under `out`; returns the paths written."""
-    previous = _previously_written(out)
-    if not force:
-        for relative in sorted(files):
-            target = out / relative
-            if not target.exists():
-                continue
-            if _digest(target.read_bytes()) != previous.get(relative):
-                raise InputError(
-                    f"{target} was changed since memplace wrote it; pass --force to overwrite it",
-                    key="--out",
-                )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        for relative, text in files.items():
-            path = scratch / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        record = {relative: _digest(text.encode("utf-8")) for relative, text in files.items()}
-        (scratch / WRITTEN).write_text(
-            json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        if not out.exists():
-            os.replace(scratch, out)
-        else:
-            for relative in [*files, WRITTEN]:
+    """Write `files` under `out`, and remove the files memplace wrote there before and no
+    longer writes; returns the paths written.
+
+    Killed at any point, it leaves a folder the next run accepts: the record of what
+    memplace wrote (WRITTEN) first takes both the old and the new digest of every file,
+    then the files move into place, then the record keeps only the new ones. Scratch
+    folders of killed runs are removed by the next."""
+    with locked(out):
+        previous = _previously_written(out)
+        stale = sorted(set(previous) - set(files))
+        if not force:
+            _refuse_edited(out, [*sorted(files), *stale], previous)
+        _remove_scratch(out)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.{SCRATCH}", dir=out.parent))
+        try:
+            for relative, text in files.items():
+                path = scratch / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            record = {relative: _digest(text.encode("utf-8")) for relative, text in files.items()}
+            moving = {
+                relative: sorted({*previous.get(relative, ()), record.get(relative, "")} - {""})
+                for relative in sorted({*record, *previous})
+            }
+            _write_record(out, moving)
+            for relative in files:
                 target = out / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(scratch / relative, target)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+            for relative in stale:
+                (out / relative).unlink(missing_ok=True)
+            _write_record(out, record)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     return [out / relative for relative in files]
 
 
-def _previously_written(out: Path) -> dict[str, str]:
+def _refuse_edited(out: Path, relatives: Sequence[str], previous: Mapping[str, list[str]]) -> None:
+    for relative in relatives:
+        target = out / relative
+        if target.exists() and _digest(target.read_bytes()) not in previous.get(relative, ()):
+            raise InputError(
+                f"{target} was changed since memplace wrote it; pass --force to overwrite it",
+                key="--out",
+            )
+
+
+def _write_record(out: Path, record: Mapping[str, str | list[str]]) -> None:
+    """Replace the record of what memplace wrote in one step (write, then rename)."""
+    text = json.dumps(dict(record), indent=2, sort_keys=True) + "\n"
+    partial = out / f"{WRITTEN}.partial"
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, out / WRITTEN)
+
+
+def _remove_scratch(out: Path) -> None:
+    """Scratch folders a killed write left beside `out` (the lock says none is in use)."""
+    for leftover in out.parent.glob(f".{out.name}.{SCRATCH}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _previously_written(out: Path) -> dict[str, list[str]]:
+    """Per file, the digests memplace may have left it with: one, or two while a write was
+    under way."""
     try:
         data = json.loads((out / WRITTEN).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(relative): [digest] if isinstance(digest, str) else list(digest)
+        for relative, digest in data.items()
+    }
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from memplace.errors import InputError, Mark
 
 Path_ = tuple[str | int, ...]
 
+MAX_NAME = 100
+"""Characters a name may have: generated file names add their own to it, within 255."""
 MAX_SIZE = 1 << 32
 """The largest size anything of a 32-bit address space can have."""
 _SIZE = re.compile(r"^\s*(\d+)\s*([KM]?)\s*$")
@@ -292,6 +294,16 @@ def is_identifier(text: str) -> bool:
     return bool(_IDENTIFIER.match(text))
 
 
+def name_problem(text: str) -> str | None:
+    """Why an identifier is too long to name a thing of the generated project, or None."""
+    if len(text) > MAX_NAME:
+        return (
+            f"a name is at most {MAX_NAME} characters (it becomes file names and C "
+            f"identifiers), got {len(text)}"
+        )
+    return None
+
+
 def suggest(name: str, valid: Iterable[str]) -> str:
     """A hint naming the valid choices, nearest spelling first."""
     choices = sorted(valid)
@@ -366,6 +378,9 @@ class Node:
         text = self.value if isinstance(self.value, str) else None
         if text is None or not _IDENTIFIER.match(text):
             raise self.error(f"{self.value!r} is not a C identifier (letters, digits, _)")
+        problem = name_problem(text)
+        if problem:
+            raise self.error(problem)
         return text
 
     def integer(self, minimum: int | None = 0) -> int:

@@ -14,9 +14,10 @@ from memplace.board import Board
 from memplace.build import BUILD_DIR, build
 from memplace.codegen import RenderOptions, render
 from memplace.errors import InputError
+from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
-from memplace.project import Project, write_project
+from memplace.project import Project, locked, write_project
 from memplace.project_api.carry import carried_files
 from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
 from memplace.scopes import resolve
@@ -43,6 +44,7 @@ def generate(
 
     `sources` is the folder of an `app` project's C files; the project refers to it by a
     path relative to `out`, so the generated files name no absolute location."""
+    check_derived(board, workload)
     result = plan(board, workload, algorithm=algorithm)
     if sources is not None and not sources.is_dir():
         raise InputError(f"no folder of sources at {sources}", key="--sources")
@@ -60,12 +62,18 @@ def generate(
 
 def run(folder: Path, timeout: float = DEFAULT_TIMEOUT) -> RunLog:
     """Run a built project under QEMU; the run is recorded for `verify`."""
+    with locked(folder):
+        return _run(folder, timeout)
+
+
+def _run(folder: Path, timeout: float) -> RunLog:
     project = Project.load(folder)
     if project.qemu_machine is None:
         raise InputError(
             f"board {project.board['name']} does not run under QEMU; use `memplace flash`",
             key="DIR",
         )
+    require_images(project)
     result = QemuRunner(project.qemu_machine).run(project.images, timeout)
     record = {"exit_code": result.exit_code, "output": result.output}
     (folder / BUILD_DIR / RUN_RECORD).write_text(
@@ -108,13 +116,21 @@ def check(
     pool_storage: str = "generated",
 ) -> CheckResult:
     """Everything, for CI: generate, build, run where QEMU can, verify (with `stack_hints`
-    bounding what the call graph alone cannot)."""
-    result = generate(
-        board, workload, out, project_type, algorithm, sources=sources, pool_storage=pool_storage
-    )
-    build(out)
-    log = run(out, timeout) if board.qemu_machine else None
-    report = verify(Project.load(out), log, stack_hints)
+    bounding what the call graph alone cannot). The folder is held throughout, so two
+    checks into one folder never mix their projects."""
+    with locked(out):
+        result = generate(
+            board,
+            workload,
+            out,
+            project_type,
+            algorithm,
+            sources=sources,
+            pool_storage=pool_storage,
+        )
+        build(out)
+        log = run(out, timeout) if board.qemu_machine else None
+        report = verify(Project.load(out), log, stack_hints)
     return CheckResult(plan=result, run=log, report=report)
 
 

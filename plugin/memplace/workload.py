@@ -14,6 +14,7 @@ pools name things on a board, so they are checked when the workload meets one
 from __future__ import annotations
 
 import copy
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from memplace.errors import InputError, Mark
 from memplace.inline_hints import read_stack_hints
-from memplace.source import Document, Node, Path_, suggest
+from memplace.source import MAX_SIZE, Document, Node, Path_, suggest
 
 if TYPE_CHECKING:
     from memplace.verify.hints import StackHints
@@ -82,8 +83,11 @@ class Workload:
     stack_hints: tuple[StackHints, ...] = ()
 
     @classmethod
-    def from_file(cls, path: Path) -> Workload:
-        return cls.from_document(Document.from_file(path), base_dir=path.parent)
+    def from_file(cls, path: Path, data_root: Path | None = None) -> Workload:
+        """The workload file at `path`; its `data_file`s are read from inside its folder,
+        or from inside `data_root` when given."""
+        doc = Document.from_file(path)
+        return _WorkloadReader(doc, path.parent, data_root).read()
 
     @classmethod
     def from_data(
@@ -108,8 +112,9 @@ class Workload:
         return replace(self, buffers=tuple(b for b in self.buffers if b.name not in names))
 
 
-def load_workload(path: str | Path) -> Workload:
-    """A workload file (YAML or JSON), or a model such as a `.tflite` file, imported."""
+def load_workload(path: str | Path, data_root: str | Path | None = None) -> Workload:
+    """A workload file (YAML or JSON), or a model such as a `.tflite` file, imported.
+    `data_root` is the folder `data_file`s may come from (default: the file's own)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"no workload file at {path}", key="WORKLOAD")
@@ -117,7 +122,7 @@ def load_workload(path: str | Path) -> Workload:
         from memplace.importers import import_model  # the importers build on this module
 
         return import_model(path)
-    return Workload.from_file(path)
+    return Workload.from_file(path, None if data_root is None else Path(data_root))
 
 
 class WorkloadBuilder:
@@ -213,10 +218,11 @@ class _CodeDocument(Document):
 
 
 class _WorkloadReader:
-    def __init__(self, doc: Document, base_dir: Path) -> None:
+    def __init__(self, doc: Document, base_dir: Path, data_root: Path | None = None) -> None:
         self.doc = doc
         self.root = Node(doc)
         self.base_dir = base_dir
+        self.data_root = data_root
         self.from_code = isinstance(doc, _CodeDocument)
         self.step_index: dict[str, int] = {}
 
@@ -393,13 +399,34 @@ class _WorkloadReader:
         if file_node is None:
             return None
         path = self.base_dir / file_node.string()
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise file_node.error(f"cannot read {path}: {exc.strerror}") from exc
+        size = node.child("size").size() if node.has("size") else MAX_SIZE
+        data = _read_data(path, (self.data_root or self.base_dir).resolve(), size, file_node)
         if not data:
             raise file_node.error(f"{path} is empty")
         return data
+
+
+def _read_data(path: Path, root: Path, size: int, node: Node) -> bytes:
+    """The bytes of a constant's data file: a regular file inside `root`, read no further
+    than one byte past `size`, so that a workload from elsewhere can neither pull any file
+    of the machine into an image nor read without end."""
+    real = path.resolve()
+    if real != root and root not in real.parents:
+        raise node.error(
+            f"{path} is outside {root}: data files come from the workload's own folder; "
+            "allow another with --data-root DIR"
+        )
+    try:
+        # Checked before opening: opening a FIFO would wait for a writer.
+        if not stat.S_ISREG(real.stat().st_mode):
+            raise node.error(f"{path} is not a regular file")
+        with real.open("rb") as handle:
+            data = handle.read(size + 1)
+    except OSError as exc:
+        raise node.error(f"cannot read {path}: {exc.strerror}") from exc
+    if len(data) > size:
+        raise node.error(f"{path} holds more than the constant's size ({size} bytes)")
+    return data
 
 
 def live_at(buffers: Sequence[Buffer], step: int) -> list[Buffer]:

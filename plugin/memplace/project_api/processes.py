@@ -9,6 +9,7 @@ error class on top.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import shlex
@@ -16,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -112,7 +114,8 @@ def start(argv: list[str], cwd: Path | None = None, hint: str | None = None) -> 
 def _popen(
     argv: list[str], cwd: Path | None, stdin: int, hint: str | None
 ) -> subprocess.Popen[bytes]:
-    # A session of its own, so that killing its process group reaches its children too.
+    # A session of its own, so that killing its process group reaches its children too;
+    # on Linux the kernel also kills it when this process dies, however that happens.
     try:
         return subprocess.Popen(
             argv,
@@ -121,11 +124,29 @@ def _popen(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with(os.getpid()) if sys.platform.startswith("linux") else None,
         )
     except FileNotFoundError as exc:
         raise ToolError(f"{argv[0]} not found; install it: {hint or 'install ' + argv[0]}") from exc
     except OSError as exc:
         raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+
+
+PR_SET_PDEATHSIG = 1
+"""Linux prctl(2): the signal the kernel sends this process when its parent ends."""
+
+
+def _die_with(parent: int) -> Callable[[], None]:
+    """What the child runs before the program: ask the kernel for SIGKILL when `parent`
+    ends, and end at once if it already has (it may end between fork and this call)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def arm() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:

@@ -510,25 +510,30 @@ def fd_problem(read_fd: int | None, write_fd: int | None) -> str | None:
 
 def serve_on(server: Server, read_fd: int | None = None, write_fd: int | None = None) -> None:
     """Answer requests from `read_fd` on `write_fd` (default: stdin and stdout) until the
-    client closes its end or SIGTERM comes (SystemExit 128 + 15), then close any open
-    transport. While serving on stdout, anything else printed goes to stderr, so nothing
-    but replies reaches the reply stream."""
+    client closes its end or SIGTERM or SIGHUP comes (SystemExit 128 + the signal), then
+    close any open transport. While serving on stdout, anything else printed goes to
+    stderr, so nothing but replies reaches the reply stream."""
     if read_fd is None or write_fd is None:
         read_fd, write_fd = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
         sys.stdout.flush()
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = {sig: signal.signal(sig, _terminate) for sig in TERMINATING}
     try:
         with os.fdopen(read_fd, "rb") as requests, os.fdopen(write_fd, "wb") as replies:
             server.serve(requests, replies)
     except BrokenPipeError:
         log.info("the client closed its end")
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         try:
             server.handler.close_transport()
         except Exception as exc:  # ending anyway: say so, and let the first error through
             log.warning("could not close the transport: %s", exc)
+
+
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that end memplace as Ctrl-C does: every child it started is stopped first."""
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

@@ -1,0 +1,106 @@
+"""No child outlives memplace, however it ends: Ctrl-C, SIGTERM, SIGHUP or SIGKILL.
+
+A project whose image never ends (a reset handler that loops) keeps QEMU running under
+`memplace run`; memplace is then ended each way, and no QEMU may be left running the
+project's image. (`memplace serve` with a transport open: tests/test_project_api_process.py.)
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memplace import process
+from memplace.cli import main
+
+pytestmark = pytest.mark.qemu
+
+LOOP = """\
+void reset(void) { for (;;) { __asm volatile("nop"); } }
+__attribute__((section(".vectors"), used)) void (*const vectors[2])(void) = {
+    (void (*)(void))0x20001000, reset};
+"""
+WORKLOAD = "memplace: workload/v1\nname: endless\nbuffers:\n  - {name: a, size: 64, live: [0, 0]}\n"
+
+
+@pytest.fixture
+def endless(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A generated project whose image is a loop that never ends."""
+    (tmp_path / "w.yaml").write_text(WORKLOAD)
+    project = tmp_path / "endless"
+    assert (
+        main(["generate", "qemu-mps3-an547", str(tmp_path / "w.yaml"), "--out", str(project)]) == 0
+    )
+    (project / "build").mkdir()
+    (tmp_path / "loop.c").write_text(LOOP)
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    flags = ["-mcpu=cortex-m55", "-mthumb", "-nostdlib", "-Wl,-e,reset"]
+    layout = ["-Wl,--section-start=.vectors=0", "-Wl,-Ttext=0x100"]
+    argv = [
+        gcc,
+        *flags,
+        *layout,
+        "-o",
+        str(project / "build" / "cpu0.elf"),
+        str(tmp_path / "loop.c"),
+    ]
+    assert process.run(argv, timeout=60).returncode == 0
+    capsys.readouterr()
+    return project
+
+
+def qemu_running(image: Path) -> list[int]:
+    """QEMU processes running `image`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"qemu-system-arm") and str(image).encode() in b" ".join(argv):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(condition: object, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize(
+    "ending", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name
+)
+def test_ending_memplace_run_ends_qemu(endless: Path, ending: signal.Signals) -> None:
+    image = endless / "build" / "cpu0.elf"
+    memplace = subprocess.Popen(
+        [sys.executable, "-m", "memplace.cli", "run", str(endless), "--timeout", "120"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_for(lambda: qemu_running(image), 60), "QEMU never started"
+        memplace.send_signal(ending)
+        code = memplace.wait(30)
+        assert wait_for(lambda: not qemu_running(image), 10), "QEMU outlived memplace"
+    finally:
+        memplace.kill()
+        memplace.wait()
+    if ending == signal.SIGKILL:
+        assert code == -signal.SIGKILL
+    elif ending == signal.SIGINT:
+        assert code == 130
+    else:
+        assert code == 128 + ending
+        assert memplace.stderr is not None
+        assert f"memplace: ended by {ending.name}" in memplace.stderr.read()
