@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -137,9 +138,19 @@ def test_merge_keys_and_undefined_aliases_are_refused() -> None:
         Document.from_text("a: *nope\n", "f.yaml")
 
 
-def test_nesting_too_deep_is_an_input_error() -> None:
-    with pytest.raises(InputError, match=r"f.yaml:1:1: not valid YAML: nested too deeply"):
-        Document.from_text("a: " + "[" * 600 + "]" * 600 + "\n", "f.yaml")
+def test_nesting_too_deep_is_an_input_error_where_it_goes_too_deep() -> None:
+    with pytest.raises(InputError, match=r"f.yaml:3:603: not valid YAML: nested too deeply"):
+        Document.from_text("a: 1\nb: '[['\nc: " + "[" * 600 + "]" * 600 + "\n", "f.yaml")
+    json_text = '{"a": 1,\n "b": ' + "[" * 600 + "]" * 600 + "}\n"
+    with pytest.raises(InputError, match=r"f.json:2:606: not valid YAML: nested too deeply"):
+        Document.from_text(json_text, "f.json")
+
+
+def test_json_with_escaped_surrogate_pairs_is_read() -> None:
+    text = json.dumps({"name": "w\U0001f600", "path": "C:\\ud83d\\ude00"})
+    assert "\\ud83d\\ude00" in text  # as json.dumps writes a character beyond the BMP
+    doc = Document.from_text(text, "f.json")
+    assert doc.data == {"name": "w\U0001f600", "path": "C:\\ud83d\\ude00"}
 
 
 def test_a_part_keeps_positions_and_names_the_whole_key() -> None:

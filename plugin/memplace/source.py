@@ -64,12 +64,13 @@ class Document:
 
     @classmethod
     def from_text(cls, text: str, file: str) -> Document:
+        text = _join_surrogates(text)
         try:
             node = yaml.compose(text, Loader=_Loader)
         except yaml.YAMLError as exc:
             raise _yaml_error(exc, text, file) from exc
         except RecursionError as exc:
-            raise InputError("not valid YAML: nested too deeply", Mark(file, 1, 1)) from exc
+            raise InputError("not valid YAML: nested too deeply", _deepest(text, file)) from exc
         doc = cls(data=None, marks={}, file=file)
         if node is None:
             doc.data = {}
@@ -119,6 +120,45 @@ class Document:
 
 _SAFE_TAGS = {"str", "int", "float", "bool", "null"}
 _CONSTRUCTOR = yaml.SafeLoader("")
+
+
+# An escaped UTF-16 surrogate pair in a double-quoted string (as JSON writers put any
+# character beyond the BMP: "\ud83d\ude00"), not preceded by an escaped backslash.
+_SURROGATES = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.I)
+
+
+def _join_surrogates(text: str) -> str:
+    """The text with each escaped surrogate pair written as the one character it stands
+    for: valid JSON, which YAML's parser would refuse."""
+    if "\\u" not in text:
+        return text
+
+    def join(match: re.Match[str]) -> str:
+        high, low = int(match[2], 16), int(match[3], 16)
+        return match[1] + chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+
+    return _SURROGATES.sub(join, text)
+
+
+def _deepest(text: str, file: str) -> Mark:
+    """Where the brackets of flow collections (outside quotes) nest deepest: the place a
+    document too deep to read goes too deep."""
+    depth = deepest = 0
+    at = 0
+    quote = ""
+    for index, char in enumerate(text):
+        if quote:
+            if char == quote and text[index - 1] != "\\":
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, index
+        elif char in "]}":
+            depth -= 1
+    return _text_mark(file, text[:at])
 
 
 def _text_mark(file: str, before: str) -> Mark:
