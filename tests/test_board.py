@@ -383,8 +383,42 @@ RULES: list[tuple[str, Change, str]] = [
     ),
     (
         "context kind unknown",
+        _set("contexts.main.kind", "process"),
+        r"contexts.main.kind: 'process' is not allowed",
+    ),
+    (
+        "task on a core without an RTOS",
         _set("contexts.main.kind", "task"),
-        r"contexts.main.kind: 'task' is not allowed",
+        r"contexts.main.kind: a task runs under an RTOS; say which on core 'cpu0' "
+        r"\(rtos: freertos\)",
+    ),
+    (
+        "task without a stack size",
+        lambda d: (
+            d["cores"]["cpu0"].update(rtos="freertos"),
+            d["contexts"].update(rx={"core": "cpu0", "kind": "task", "entry": "main"}),
+        ),
+        r"contexts.rx: a task needs its stack's size: stack: \{size: BYTES\}",
+    ),
+    (
+        "task stack with a stray key",
+        lambda d: (
+            d["cores"]["cpu0"].update(rtos="freertos"),
+            d["contexts"].update(
+                rx={"core": "cpu0", "kind": "task", "entry": "main", "stack": {"bytes": 4}}
+            ),
+        ),
+        r"contexts.rx.stack.bytes: unknown key",
+    ),
+    (
+        "task name on a thread",
+        _set("contexts.main.task", "Rx"),
+        r"contexts.main.task: `task` names an RTOS task; this is no task",
+    ),
+    (
+        "rtos unknown",
+        _set("cores.cpu0.rtos", "zephyr"),
+        r"cores.cpu0.rtos: 'zephyr' is not allowed",
     ),
     (
         "stack memory unreachable",

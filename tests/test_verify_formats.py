@@ -56,15 +56,20 @@ def test_junit_is_xml_with_one_failure_per_finding() -> None:
     cases = suite.findall("testcase")
     assert int(suite.get("tests", "")) == len(cases)
     failures = [case for case in cases if case.find("failure") is not None]
-    assert int(suite.get("failures", "")) == len(failures) == 4  # 3 findings, 1 stack
+    assert int(suite.get("failures", "")) == len(failures) == 3  # each finding once
+    # One test case per stack and stack check, failing where that check found something.
+    main = {c.get("classname"): c for c in cases if c.get("name") == "stack main"}
+    assert sorted(main) == sorted(f"memplace.{c}" for c in CHECKS if c.startswith("stack"))
+    assert main["memplace.stack-budget"].find("failure") is not None
+    assert main["memplace.stack-unbounded"].find("failure") is not None
+    assert main["memplace.stack-bound"].find("failure") is None
     placement = [c for c in failures if c.get("classname") == "memplace.placement"]
     assert placement[0].get("name") == "dtcm_ws"
     failure = placement[0].find("failure")
     assert failure is not None and failure.get("message") == "demo_pool_dtcm_ws is at 0x01180000"
     passing = {c.get("classname") for c in cases if c.find("failure") is None}
     assert {"memplace.overlap", "memplace.alignment", "memplace.run"} <= passing
-    stack = next(c for c in cases if c.get("name") == "stack main")
-    out = stack.find("system-out")
+    out = main["memplace.stack-bound"].find("system-out")
     assert out is not None and "static bound unbounded, measured 2048" in (out.text or "")
 
 

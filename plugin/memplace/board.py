@@ -46,7 +46,10 @@ FLOAT_ABIS = ("hard", "softfp", "soft")
 MEMORY_KINDS = ("flash", "rom", "tcm", "sram", "dram", "other")
 DEVICE_KINDS = ("dma", "npu", "other")
 POOL_KINDS = ("workspace", "constant")
-CONTEXT_KINDS = ("thread", "isr")
+CONTEXT_KINDS = ("thread", "isr", "task")
+RTOSES = ("none", "freertos")
+"""What switches tasks on a core: `none`, or an RTOS whose context switch memplace knows
+(`verify.rtos`)."""
 LAYOUT_KEYS = ("vectors", "code", "data", "load")
 RUNNERS = ("pyocd", "openocd")
 STEP_ACTIONS = ("write", "set", "clear")
@@ -113,6 +116,7 @@ CORE_KEYS = (
         "(default: the start of its vectors memory)",
     ),
     Key("release", "how another core starts this one; absent: it starts at reset"),
+    Key("rtos", "none or freertos: what switches this core's tasks (default none)"),
 )
 LAYOUT_FIELDS = (
     Key("vectors", "memory of the vector table", required=True),
@@ -150,7 +154,7 @@ POOL_KEYS = (
 )
 CONTEXT_KEYS = (
     Key("core", "the core it runs on", required=True),
-    Key("kind", "thread or isr (default thread)"),
+    Key("kind", "thread, isr or task (an RTOS task; default thread)"),
     Key("entry", "root function of its call graph (default main, or <name>_handler for isr)"),
     Key("stack", "{memory, size}: its stack (per thread); required for threads"),
     Key(
@@ -162,10 +166,14 @@ CONTEXT_KEYS = (
     ),
     Key("preempts", "contexts on the same core whose stacks this one runs on when it fires"),
     Key("priority", "isr only: exception priority 0..255, lower preempts higher (default 0)"),
+    Key("task", "task only: the name the RTOS knows the task by (default: the context's)"),
 )
 STACK_KEYS = (
     Key("memory", "the memory the stack is in", required=True),
     Key("size", "bytes per thread, a multiple of 8", required=True),
+)
+TASK_STACK_KEYS = (
+    Key("size", "bytes of a stack the RTOS or the application allocates", required=True),
 )
 RUN_KEYS = (
     Key("qemu", "present when the board runs under QEMU"),
@@ -259,6 +267,7 @@ class Core:
     layout: Layout
     boot: int = 0
     release: Release | None = None
+    rtos: str = "none"
 
 
 @dataclass(frozen=True)
@@ -303,6 +312,14 @@ class Context:
     priority: int
     threads: int = 0
     thread_stacks: tuple[Stack, ...] = ()
+    task: str | None = None
+    """For a task: the name the RTOS gives it."""
+    budget: int | None = None
+    """For a task whose stack the RTOS or the application allocates: its size."""
+
+    def stack_budget(self) -> int | None:
+        """Bytes of the stack this context's entry runs on, wherever it is."""
+        return self.stack.size if self.stack is not None else self.budget
 
     def stacks(self) -> tuple[tuple[str, Stack], ...]:
         """Every stack of this context with its label: its own, then each thread's."""
@@ -481,6 +498,7 @@ def _core_data(core: Core) -> dict[str, Any]:
         "layout": dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True)),
         "boot": core.boot,
         "release": release,
+        "rtos": core.rtos,
     }
 
 
@@ -495,6 +513,8 @@ def _context_data(context: Context) -> dict[str, Any]:
         "max_stack_alloca": context.max_stack_alloca,
         "preempts": list(context.preempts),
         "priority": context.priority,
+        "task": context.task,
+        "budget": context.budget,
     }
 
 
@@ -716,7 +736,8 @@ class _BoardReader:
         if item.has("boot"):
             boot = _boot(item.child("boot"), name, vectors)
         release = _release(item.child("release")) if item.has("release") else None
-        return Core(name, cpu, float_abi, layout, boot, release)
+        rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
+        return Core(name, cpu, float_abi, layout, boot, release, rtos)
 
     def _pool(
         self,
@@ -764,7 +785,14 @@ class _BoardReader:
         if core not in cores:
             raise core_node.error(f"no core {core!r}; {suggest(core, cores)}")
         kind = item.child("kind").choice(CONTEXT_KINDS) if item.has("kind") else "thread"
-        stack = _stack(item.get("stack"), core, memories)
+        budget, task = None, None
+        if kind == "task":
+            budget, task = _task(item, key, cores[core])
+        elif item.has("task"):
+            raise item.child("task").key_error("`task` names an RTOS task; this is no task")
+        stack_node = item.get("stack")
+        placed = stack_node is not None and (kind != "task" or stack_node.has("memory"))
+        stack = _stack(stack_node, core, memories) if placed else None
         threads = item.child("threads").integer(minimum=1) if item.has("threads") else 0
         if stack is None and kind == "thread":
             raise item.error("a thread context needs a stack: {memory: NAME, size: BYTES}")
@@ -772,7 +800,8 @@ class _BoardReader:
             raise item.child("threads").error(
                 "an isr is one handler; `threads` is for thread contexts"
             )
-        entry = _entry(item.get("entry"), "main" if kind == "thread" else f"{key}_handler")
+        default_entry = {"thread": "main", "task": key}.get(kind, f"{key}_handler")
+        entry = _entry(item.get("entry"), default_entry)
         alloca_node = item.get("max_stack_alloca")
         alloca = alloca_node.size(allow_zero=True) if alloca_node else 0
         _check_alloca(item, alloca, stack)
@@ -789,6 +818,8 @@ class _BoardReader:
             preempts=tuple(preempts_node.names()) if preempts_node else (),
             priority=priority,
             threads=threads,
+            task=task,
+            budget=budget,
         )
 
     def _run(self) -> Run:
@@ -827,6 +858,8 @@ class _ContextSpec:
     preempts: tuple[str, ...]
     priority: int
     threads: int
+    task: str | None = None
+    budget: int | None = None
 
     def build(self, stacks: Mapping[tuple[str, int], Stack]) -> Context:
         """The context, with its stacks as `_reserve` placed them (thread -1: its own)."""
@@ -842,6 +875,8 @@ class _ContextSpec:
             self.priority,
             self.threads,
             thread_stacks,
+            self.task,
+            self.budget,
         )
 
 
@@ -989,6 +1024,25 @@ def _word(node: Node) -> int:
     if value >= ADDRESS_SPACE:
         raise node.error(f"expected a 32-bit value, got 0x{value:x}")
     return value
+
+
+def _task(item: Node, key: str, core: Core) -> tuple[int | None, str]:
+    """A task's stack size (when the RTOS allocates the stack) and the name its RTOS
+    knows it by. Tasks switch through an RTOS: the core must name one."""
+    if core.rtos == "none":
+        raise item.child("kind").error(
+            f"a task runs under an RTOS; say which on core {core.name!r} (rtos: freertos)"
+        )
+    stack = item.get("stack")
+    if stack is None:
+        raise item.error("a task needs its stack's size: stack: {size: BYTES}")
+    if not stack.has("memory"):
+        stack.mapping(("memory", "size"), required=("size",))
+    budget = None if stack.has("memory") else stack.child("size").size()
+    task = item.child("task").string() if item.has("task") else key
+    if not task:
+        raise item.child("task").error("a task's name is not empty")
+    return budget, task
 
 
 def _stack(node: Node | None, core: str, memories: Mapping[str, Memory]) -> tuple[str, int] | None:
@@ -1147,10 +1201,12 @@ def _check_contexts(
                     f"give each context an entry of its own"
                 )
     for spec in specs:
-        if spec.kind == "isr" and spec.stack is None and not spec.preempts:
+        # Under an RTOS every handler runs on the main stack (`verify.firmware`).
+        on_main_stack = cores[spec.core].rtos != "none"
+        if spec.kind == "isr" and spec.stack is None and not spec.preempts and not on_main_stack:
             raise spec.node.error(
                 "an isr runs on the stacks of the contexts it preempts: list them in "
-                "`preempts`, or give it a stack of its own"
+                "`preempts`, or give it a stack of its own (under an RTOS: the main stack)"
             )
 
 

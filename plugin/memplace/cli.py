@@ -28,6 +28,7 @@ from memplace.project_api.server import TERMINATING
 from memplace.runners import FlashRequest
 from memplace.schema import SCHEMAS
 from memplace.verify import Report, RunLog, load_hints, verify, write_reports
+from memplace.verify.firmware import check_stacks
 from memplace.workload import Workload, load_workload
 
 Handler = Callable[[argparse.Namespace], int]
@@ -226,6 +227,29 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_report_options(verify_cmd)
     verify_cmd.set_defaults(handler=_verify)
+
+    stacks_cmd = commands.add_parser(
+        "stacks",
+        help="check the stack budgets of firmware built elsewhere (its own startup, linker "
+        "script, RTOS and build)",
+    )
+    stacks_cmd.add_argument("elf", type=Path, metavar="FIRMWARE.elf")
+    stacks_cmd.add_argument(
+        "--board", required=True, help="board file that describes the firmware's contexts"
+    )
+    stacks_cmd.add_argument("--core", help="the core the firmware runs on (several cores)")
+    stacks_cmd.add_argument(
+        "--objects",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder of the firmware's objects with GCC's .su and .ci files (default: the "
+        "ELF's folder); may be given more than once",
+    )
+    stacks_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_report_options(stacks_cmd)
+    stacks_cmd.set_defaults(handler=_stacks)
 
     check_cmd = commands.add_parser("check", help="generate, build, run under QEMU and verify")
     _add_inputs(check_cmd)
@@ -432,6 +456,16 @@ def _run(args: argparse.Namespace) -> int:
     log = workflow.run(args.dir, args.timeout)
     print(run_summary(log))
     return log.exit_code
+
+
+def _stacks(args: argparse.Namespace) -> int:
+    if not args.elf.is_file():
+        raise InputError(f"no firmware at {args.elf}", key="FIRMWARE.elf")
+    board = load_board(args.board)
+    report = check_stacks(args.elf, board, args.core, args.objects, load_hints(args.stack_hints))
+    write_reports(report, junit=args.junit, sarif=args.sarif)
+    _print_report(report, args.json)
+    return 0 if report.ok else CheckFailed.exit_code
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -178,6 +178,7 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                 "layout": b.ref("layout"),
                 "boot": b.ref("address"),
                 "release": b.ref("release"),
+                "rtos": {"enum": list(board.RTOSES)},
             },
             "a CPU that runs code; one image (ELF) per core",
         ),
@@ -234,6 +235,9 @@ def _defs(b: _Builder) -> dict[str, Schema]:
             },
             "a planning pool carved out of a memory",
         ),
+        "task_stack": b.object(
+            board.TASK_STACK_KEYS, {"size": b.ref("size")}, "the size of a task's stack"
+        ),
         "stack": b.object(
             board.STACK_KEYS, {"memory": b.ref("name"), "size": b.ref("size")}, "a stack area"
         ),
@@ -244,11 +248,13 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                     "core": b.ref("name"),
                     "kind": {"enum": list(board.CONTEXT_KINDS)},
                     "entry": b.ref("name"),
-                    "stack": b.ref("stack"),
+                    # A task's stack may be the RTOS's: then only its size is given.
+                    "stack": {"anyOf": [b.ref("stack"), b.ref("task_stack")]},
                     "threads": {"type": "integer", "minimum": 1},
                     "max_stack_alloca": b.ref("bytes"),
                     "preempts": b.ref("names"),
                     "priority": {"type": "integer", "minimum": 0, "maximum": board.MAX_PRIORITY},
+                    "task": {"type": "string", "minLength": 1},
                 },
                 "an execution context with its stack budget",
             ),

@@ -45,6 +45,13 @@ def generate(
     `sources` is the folder of an `app` project's C files; the project refers to it by a
     path relative to `out`, so the generated files name no absolute location."""
     check_derived(board, workload)
+    tasks = [c.name for c in board.contexts.values() if c.kind == "task"]
+    if tasks:
+        raise InputError(
+            f"generated projects do not start RTOS tasks yet ({', '.join(tasks)}); check an "
+            "RTOS firmware's stacks with `memplace stacks`",
+            key="contexts",
+        )
     result = plan(board, workload, algorithm=algorithm)
     if sources is not None and not sources.is_dir():
         raise InputError(f"no folder of sources at {sources}", key="--sources")

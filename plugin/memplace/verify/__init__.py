@@ -14,7 +14,7 @@ from memplace.verify.hints import StackHints, load_hints, project_hints
 from memplace.verify.image import Image
 from memplace.verify.report import CHECKS, Finding, Report, StackReport
 from memplace.verify.runlog import RunLog, parse_run
-from memplace.verify.stack import ContextBound, context_bounds, graph_of
+from memplace.verify.stack import context_bounds, graph_of, stack_findings
 
 __all__ = [
     "CHECKS",
@@ -55,7 +55,7 @@ def verify(
         if bound is None:
             continue  # its core's image is not checked here
         measured = run.stacks.get(stack.context) if run else None
-        findings += _stack_findings(stack.context, stack.budget, bound, measured)
+        findings += stack_findings(stack.context, stack.budget, bound, measured)
         stacks.append(
             StackReport(
                 context=stack.context,
@@ -70,41 +70,6 @@ def verify(
     if run is not None:
         findings += _run_findings(run)
     return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
-
-
-def _stack_findings(
-    context: str, budget: int, bound: ContextBound, measured: int | None
-) -> list[Finding]:
-    findings = list(bound.findings)
-    if bound.bytes is not None and bound.bytes > budget:
-        findings.append(
-            Finding(
-                "stack-bound",
-                context,
-                f"can use {bound.bytes} bytes, over its budget of {budget} "
-                f"(deepest path: {' > '.join(bound.path)})",
-            )
-        )
-    if measured is not None and bound.bytes is not None and measured > bound.bytes:
-        findings.append(
-            Finding(
-                "stack-analysis",
-                context,
-                f"the run used {measured} bytes, more than the static bound of {bound.bytes}: "
-                f"the analysis missed a frame",
-            )
-        )
-    if measured is not None and measured >= budget:
-        # Painting cannot see past the stack's own area: a stack written to its last word
-        # has overflowed, or is one push away from it.
-        findings.append(
-            Finding(
-                "stack-budget",
-                context,
-                f"used all {budget} bytes of its budget: the stack overflowed",
-            )
-        )
-    return findings
 
 
 def _run_findings(run: RunLog) -> list[Finding]:

@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from memplace.errors import InputError
-from memplace.verify.report import CHECKS, Report
+from memplace.verify.report import CHECKS, Finding, Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -22,45 +22,45 @@ INFORMATION_URI = "https://github.com/memplace/memplace"
 
 
 def to_junit(report: Report, name: str = "memplace verify") -> str:
+    """One test case per check; the stack checks, one per stack and check (`stack-bound
+    main`), so each finding fails exactly one test case."""
     suite = ET.Element("testsuite", name=name)
-    cases = 0
-    failures = 0
+    cases = failures = 0
+    contexts = {stack.context for stack in report.stacks}
+
+    def case(check: str, subject: str, found: list[Finding], out: str | None = None) -> None:
+        nonlocal cases, failures
+        element = ET.SubElement(suite, "testcase", classname=f"memplace.{check}", name=subject)
+        if found:
+            message = "; ".join(f.message for f in found)
+            failure = ET.SubElement(element, "failure", message=message, type=check)
+            failure.text = "\n".join(f"{f.subject}: {f.message}" for f in found)
+            failures += 1
+        if out is not None:
+            ET.SubElement(element, "system-out").text = out
+        cases += 1
+
     for check, holds in CHECKS.items():
         found = [f for f in report.findings if f.check == check]
-        if not found:
-            ET.SubElement(suite, "testcase", classname=f"memplace.{check}", name=holds)
-            cases += 1
+        if check.startswith("stack") and report.stacks:
+            found = [f for f in found if f.subject not in contexts]
+        if not found and not (check.startswith("stack") and report.stacks):
+            case(check, holds, [])
         for finding in found:
-            case = ET.SubElement(
-                suite, "testcase", classname=f"memplace.{check}", name=finding.subject
-            )
-            failure = ET.SubElement(case, "failure", message=finding.message, type=check)
-            failure.text = f"{finding.subject}: {finding.message}"
-            cases += 1
-            failures += 1
+            case(check, finding.subject, [finding])
     for finding in report.findings:
         if finding.check not in CHECKS:
-            case = ET.SubElement(
-                suite, "testcase", classname=f"memplace.{finding.check}", name=finding.subject
-            )
-            ET.SubElement(case, "failure", message=finding.message, type=finding.check)
-            cases += 1
-            failures += 1
+            case(finding.check, finding.subject, [finding])
     for stack in report.stacks:
-        case = ET.SubElement(
-            suite, "testcase", classname="memplace.stack", name=f"stack {stack.context}"
-        )
         bound = "unbounded" if stack.static_bound is None else str(stack.static_bound)
         measured = "not measured" if stack.measured is None else str(stack.measured)
-        out = ET.SubElement(case, "system-out")
-        out.text = (
+        numbers = (
             f"budget {stack.budget}, planned {stack.planned}, static bound {bound}, "
             f"measured {measured}"
         )
-        if any(f.subject == stack.context and f.check.startswith("stack") for f in report.findings):
-            ET.SubElement(case, "failure", message="see the stack findings", type="stack")
-            failures += 1
-        cases += 1
+        for check in (c for c in CHECKS if c.startswith("stack")):
+            found = [f for f in report.findings if f.check == check and f.subject == stack.context]
+            case(check, f"stack {stack.context}", found, numbers)
     suite.set("tests", str(cases))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

@@ -25,6 +25,10 @@ CHECKS = {
 }
 
 
+SWITCH = "context switch"
+"""How a task's stack report names what its RTOS's context switches leave on it."""
+
+
 @dataclass(frozen=True)
 class Finding:
     """One way the firmware disagrees with the plan or a budget. `file` (and `line`) say
@@ -79,6 +83,13 @@ def _interrupt_lines(stack: StackReport) -> list[str]:
         return [f"  ISRs {names} interrupt it: one exception frame of {frame} bytes"]
     lines = []
     for name, cost in stack.interrupts:
+        if name.startswith(SWITCH):
+            # An RTOS task's stack: what a context switch leaves there (`verify.rtos`).
+            lines.append(
+                f"  a {name} leaves {cost} bytes on it (exception frame, saved registers, "
+                "the port's unused top)"
+            )
+            continue
         shown = "unbounded" if cost is None else f"{cost} bytes"
         lines.append(f"  ISR {name} lands on it: {shown} with its exception frame")
     return lines

@@ -97,6 +97,7 @@ class Analysis:
         self.problems: dict[int, frozenset[Problem]] = {}
         self.best: dict[int, int | None] = {}
         self.recursion: dict[int, int] = {}  # member of a bounded cycle → depth
+        self.cycles: dict[int, tuple[str, ...]] = {}  # member of a cycle → the cycle
         self._solve()
 
     def _expand(self, address: int, node: Any) -> None:
@@ -199,8 +200,11 @@ class Analysis:
     def _solve_cycle(self, component: list[int], members: set[int], problems: set[Problem]) -> None:
         names = tuple(n for m in component for n in self.graph.nodes[m].function.names)
         depth = self.hints.recursion_depth(names)
+        cycle_names = tuple(self._cycle(component))
+        for member in component:
+            self.cycles[member] = cycle_names
         if depth is None:
-            cycle = " > ".join(self._cycle(component))
+            cycle = " > ".join(cycle_names)
             problems.add(
                 Problem(
                     "recursion",
@@ -258,7 +262,8 @@ class Analysis:
             seen.add(at)
             name = self.graph.nodes[at].name
             if at in self.recursion:
-                name += f" (recursion x{self.recursion[at]})"
+                cycle = " > ".join(self.cycles[at])
+                name += f" (recursion x{self.recursion[at]}: {cycle})"
             path.append(name)
             at = self.best.get(at)
         return tuple(path)
@@ -347,11 +352,54 @@ class ContextBound:
     findings: tuple[Finding, ...] = ()
 
 
+def stack_findings(
+    context: str, budget: int, bound: ContextBound, measured: int | None
+) -> list[Finding]:
+    """The findings about one stack: its bound's own, a bound over budget, a measured use
+    above the bound or filling the whole budget."""
+    findings = list(bound.findings)
+    if bound.bytes is not None and bound.bytes > budget:
+        findings.append(
+            Finding(
+                "stack-bound",
+                context,
+                f"can use {bound.bytes} bytes, over its budget of {budget} "
+                f"(deepest path: {' > '.join(bound.path)})",
+            )
+        )
+    if measured is not None and bound.bytes is not None and measured > bound.bytes:
+        findings.append(
+            Finding(
+                "stack-analysis",
+                context,
+                f"the run used {measured} bytes, more than the static bound of {bound.bytes}: "
+                f"the analysis missed a frame",
+            )
+        )
+    if measured is not None and measured >= budget:
+        # Painting cannot see past the stack's own area: a stack written to its last word
+        # has overflowed, or is one push away from it.
+        findings.append(
+            Finding(
+                "stack-budget",
+                context,
+                f"used all {budget} bytes of its budget: the stack overflowed",
+            )
+        )
+    return findings
+
+
 def graph_of(project: Project, core: str, image: Image, objects: Path | None = None) -> CallGraph:
     """The merged call graph of one image of a built project, with the .su and .ci files
     GCC wrote beside the image's objects: under `objects` when given (a build of the user's
     own, such as a target the CMake module was given), else in the generated project's
     build."""
+    su_files, ci_files = gcc_reports(project, core, objects)
+    return image_graph(image, su_files, ci_files)
+
+
+def image_graph(image: Image, su_files: Iterable[Path], ci_files: Iterable[Path]) -> CallGraph:
+    """The call graph of an image: its disassembly, merged with GCC's .su and .ci files."""
     objdump = process.find_tool(OBJDUMP)
     result = process.run([objdump, "-d", "--no-show-raw-insn", str(image.path)], OBJDUMP_TIMEOUT)
     if result.returncode != 0:
@@ -362,7 +410,6 @@ def graph_of(project: Project, core: str, image: Image, objects: Path | None = N
         return None if data is None else int(struct.unpack("<I", data)[0])
 
     frames = read_frames(image.iter_functions(), parse_objdump(result.output), read_word)
-    su_files, ci_files = gcc_reports(project, core, objects)
     units = [parse_ci(_read(p), str(p)) for p in ci_files]
     su = [f for p in su_files for f in parse_su(_read(p))]
     return merge(frames, units, su, LineTable(image.path))

@@ -1,0 +1,221 @@
+"""Stack budgets of firmware memplace did not generate: `memplace stacks`.
+
+The firmware is the user's own: its startup code, linker script, RTOS and build. The board
+file describes its contexts (the main stack, RTOS tasks with their entry functions and
+stack sizes, interrupt handlers with their priorities); the ELF and GCC's
+`-fstack-usage -fcallgraph-info=su,da` files are the evidence. Only stacks are checked:
+memplace placed none of the firmware's sections.
+
+On a core without an RTOS, every handler runs on the main stack over whatever `main` has
+there: the main stack's bound is main's (from the reset handler, when the image's entry
+reaches it) plus the nesting of the handlers. Handlers nest by priority: a more urgent one
+(lower number) can preempt a less urgent one, so at most one per priority level is active
+at once, and the worst case takes the costliest of each level, each with its exception
+frame.
+
+With an RTOS (`rtos: freertos` on the core), see `rtos`: each task's bound is its entry's
+plus what a context switch leaves on its stack, and the main stack's is the larger of
+main's path up to the scheduler start and the handlers' nesting after it, since the port
+resets the main stack pointer when the first task starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from memplace.board import Board, Context, Core
+from memplace.errors import InputError
+from memplace.verify.hints import StackHints
+from memplace.verify.image import Image
+from memplace.verify.report import SWITCH, Finding, Report, StackReport
+from memplace.verify.rtos import port_for, task_switch_cost
+from memplace.verify.stack import (
+    Analysis,
+    Bound,
+    ContextBound,
+    check_hint_names,
+    exception_frame,
+    image_graph,
+    stack_findings,
+)
+
+
+def check_stacks(
+    elf: Path,
+    board: Board,
+    core: str | None = None,
+    objects: Sequence[Path] = (),
+    hints: StackHints | None = None,
+) -> Report:
+    """Every stack of the board's contexts on `core` (the board's only core by default),
+    bounded from `elf` and the .su and .ci files under `objects` (default: the ELF's
+    folder), checked against its budget."""
+    chosen = _core(board, core)
+    image = Image.from_file(elf)
+    su_files, ci_files = _gcc_files(elf, objects)
+    graph = image_graph(image, su_files, ci_files)
+    for hint_set in board.stack_hints:
+        hints = hint_set if hints is None else hints.merged(hint_set)
+    hints = hints or StackHints()
+    if hints.names():
+        check_hint_names(hints, [graph])
+    analysis = Analysis(graph, hints)
+    contexts = [c for c in board.contexts.values() if c.core == chosen.name]
+    nesting = _nesting(contexts, analysis, exception_frame(_core_data(chosen)), image)
+    findings: list[Finding] = []
+    stacks = []
+    for context in contexts:
+        budget = context.stack_budget()
+        if context.kind == "isr" or budget is None:
+            continue  # a handler runs on the main stack (or the stacks it preempts)
+        if context.kind == "task":
+            bound = _task_bound(context, chosen, analysis, image)
+        else:
+            bound = _main_bound(context, chosen, analysis, image, nesting)
+        findings += stack_findings(context.name, budget, bound, None)
+        stacks.append(
+            StackReport(
+                context=context.name,
+                budget=budget,
+                planned=0,
+                static_bound=bound.bytes,
+                path=bound.path,
+                interrupts=bound.interrupts,
+            )
+        )
+    return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
+
+
+def _core(board: Board, name: str | None) -> Core:
+    if name is None:
+        if len(board.cores) > 1:
+            raise InputError(
+                f"board {board.name} has several cores; name the firmware's with --core "
+                f"({', '.join(board.cores)})",
+                key="--core",
+            )
+        return next(iter(board.cores.values()))
+    if name not in board.cores:
+        raise InputError(f"no core {name!r}; the board has {', '.join(board.cores)}", key="--core")
+    return board.cores[name]
+
+
+def _core_data(core: Core) -> dict[str, str]:
+    return {"cpu": core.cpu, "float_abi": core.float_abi}
+
+
+def _gcc_files(elf: Path, objects: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """GCC's reports of the firmware's objects: under each folder named, else beside the
+    ELF. Without them the bound would rest on the disassembly alone: refused."""
+    folders = list(objects) or [elf.parent]
+    for folder in folders:
+        if not folder.is_dir():
+            raise InputError(f"no folder of objects at {folder}", key="--objects")
+    su_files = sorted({p for folder in folders for p in folder.rglob("*.su")})
+    if not su_files:
+        where = ", ".join(str(f) for f in folders)
+        raise InputError(
+            f"no .su files under {where}: compile the firmware with -fstack-usage "
+            "-fcallgraph-info=su,da and name the folder of its objects with --objects",
+            key="--objects",
+        )
+    return su_files, sorted({p for folder in folders for p in folder.rglob("*.ci")})
+
+
+def _entry_bound(
+    context: Context, analysis: Analysis, image: Image, findings: list[Finding]
+) -> Bound:
+    root = analysis.graph.by_name.get(context.entry)
+    if root is None:
+        findings.append(
+            Finding(
+                "stack-unbounded",
+                context.name,
+                f"its entry function {context.entry}() is not in {image.path.name}",
+            )
+        )
+        return Bound(None)
+    bound = analysis.bound(root)
+    findings += _problems(context.name, analysis, root, bound)
+    return bound
+
+
+def _problems(name: str, analysis: Analysis, root: int, bound: Bound) -> list[Finding]:
+    found = []
+    for problem in bound.problems:
+        path = " > ".join(analysis.path_to(root, problem.function))
+        found.append(Finding("stack-unbounded", name, f"{problem.message} (call path: {path})"))
+    return found
+
+
+def _nesting(
+    contexts: Sequence[Context], analysis: Analysis, frame: int, image: Image
+) -> tuple[int | None, tuple[tuple[str, int | None], ...], list[Finding]]:
+    """The handlers' worst nesting on the main stack, each handler's cost, and what kept a
+    handler unbounded."""
+    findings: list[Finding] = []
+    levels: dict[int, list[int | None]] = {}
+    costs = []
+    for context in contexts:
+        if context.kind != "isr":
+            continue
+        bound = _entry_bound(context, analysis, image, findings)
+        cost = None if bound.bytes is None else frame + bound.bytes
+        costs.append((context.name, cost))
+        levels.setdefault(context.priority, []).append(cost)
+    total: int | None = 0
+    for level in levels.values():
+        worst = None if None in level else max(c for c in level if c is not None)
+        total = None if total is None or worst is None else total + worst
+    return total, tuple(costs), findings
+
+
+def _main_bound(
+    context: Context,
+    core: Core,
+    analysis: Analysis,
+    image: Image,
+    nesting: tuple[int | None, tuple[tuple[str, int | None], ...], list[Finding]],
+) -> ContextBound:
+    findings: list[Finding] = []
+    own = _entry_bound(context, analysis, image, findings)
+    root = analysis.graph.by_name.get(context.entry)
+    if own.bytes is not None and root is not None and _calls(analysis, image.entry, root):
+        # The reset handler's frame is under main's. (Not its other calls: the C library's
+        # start-up runs and returns before main, its indirect calls bounded by nothing.)
+        reset = analysis.graph.nodes[image.entry].name
+        own = Bound(own.bytes + analysis.frames[image.entry], (reset, *own.path))
+    handlers, costs, handler_findings = nesting
+    findings += [
+        Finding(f.check, context.name, f.message, f.file, f.line) for f in handler_findings
+    ]
+    if own.bytes is None or handlers is None:
+        total = None
+    elif core.rtos != "none" and _starts_scheduler(analysis, core):
+        total = max(own.bytes, handlers)
+    else:
+        total = own.bytes + handlers
+    return ContextBound(context.name, total, own.path, costs, tuple(findings))
+
+
+def _calls(analysis: Analysis, caller: int, callee: int) -> bool:
+    """Whether `caller` calls `callee` directly."""
+    return any(target == callee for _, target in analysis.edges.get(caller, ()))
+
+
+def _starts_scheduler(analysis: Analysis, core: Core) -> bool:
+    """Whether the image holds the port's start of the first task, which resets the main
+    stack pointer; without it, main's frames and the handlers add up."""
+    port = port_for(core.rtos, core.cpu, core.float_abi)
+    return any(name in analysis.graph.by_name for name in port.start_symbols)
+
+
+def _task_bound(context: Context, core: Core, analysis: Analysis, image: Image) -> ContextBound:
+    findings: list[Finding] = []
+    own = _entry_bound(context, analysis, image, findings)
+    port = port_for(core.rtos, core.cpu, core.float_abi)
+    switch = task_switch_cost(port, core.cpu, core.float_abi)
+    total = None if own.bytes is None else own.bytes + switch
+    switched = ((f"{SWITCH} ({port.rtos} {port.name})", switch),)
+    return ContextBound(context.name, total, own.path, switched, tuple(findings))

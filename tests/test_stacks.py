@@ -1,0 +1,187 @@
+"""`memplace stacks`: stack budgets of firmware memplace did not generate, from its ELF and
+GCC's reports alone. The firmware (tests/firmware/rtos) is shaped like a FreeRTOS
+application on the MPS2 AN385 (Cortex-M3): tasks of known depth, two handlers of different
+priorities, and a scheduler start that resets the main stack pointer."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from memplace import process
+from memplace.cli import main
+
+SOURCES = Path(__file__).parent / "firmware" / "rtos"
+FLAGS = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
+BOARD = """\
+memplace: board/v1
+extends: qemu-mps2-an385
+name: rtos-demo
+cores:
+  cpu0: {rtos: freertos}
+contexts:
+  rx:      {core: cpu0, kind: task, entry: vRxTask, task: Rx, stack: {size: 512}}
+  tx:      {core: cpu0, kind: task, entry: vTxTask, stack: {size: 128}}
+  systick: {core: cpu0, kind: isr, entry: SysTick_Handler, priority: 255}
+  timer0:  {core: cpu0, kind: isr, entry: TIMER0_Handler, priority: 64}
+"""
+HOOKED = "  hooked:  {core: cpu0, kind: task, entry: vHookTask, stack: {size: 1024}}\n"
+HINTS = """\
+memplace: stack_hints/v1
+indirect_calls:
+  - {caller: vHookTask, targets: [vTxTask]}
+recursion:
+  - {function: walk, depth: 8}
+"""
+# Frames from GCC's .su files: leaf 96, middle 48, vRxTask, vTxTask, the handlers,
+# vTaskStartScheduler and Reset_Handler 8, main 208, walk 24. A context switch leaves 76
+# bytes on a task's stack on ARM_CM3: the exception frame (32), its alignment (4), r4-r11
+# (32) and the 8 bytes the port leaves unused at the top.
+RX = 8 + 48 + 96 + 76
+TX = 8 + 96 + 76
+SYSTICK = 36 + 8 + 96
+TIMER0 = 36 + 8 + 48 + 96
+MAIN_PATH = 8 + 208 + 8
+
+
+@pytest.fixture(scope="module")
+def firmware(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The firmware built by its own commands, as a user's build would, with the two flags
+    `memplace stacks` needs."""
+    build = tmp_path_factory.mktemp("rtos") / "build"
+    build.mkdir()
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    for name in ("tasks", "startup"):
+        argv = [gcc, *FLAGS, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
+        argv += [str(SOURCES / f"{name}.c"), "-o", str(build / f"{name}.o")]
+        assert process.run(argv, timeout=120).returncode == 0
+    elf = build / "rtos.elf"
+    argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld")]
+    argv += [str(build / "tasks.o"), str(build / "startup.o"), "-o", str(elf)]
+    assert process.run(argv, timeout=120).returncode == 0
+    return elf
+
+
+def _stacks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, board: str, *argv: str
+) -> tuple[int, str, str]:
+    (tmp_path / "board.yaml").write_text(board)
+    code = main(["stacks", *argv, "--board", str(tmp_path / "board.yaml")])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_tasks_and_handlers_are_bounded_as_freertos_switches_them(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junit = tmp_path / "stacks.xml"
+    code, out, _ = _stacks(capsys, tmp_path, BOARD, str(firmware), "--json", "--junit", str(junit))
+    assert code == 1  # tx is over its budget
+    report = json.loads(out)
+    bounds = {s["context"]: (s["static_bound"], s["budget"]) for s in report["stacks"]}
+    # The main stack: main's path up to the scheduler start, or the handlers nesting after
+    # it (two priority levels: both at once), whichever is more; never both.
+    assert bounds == {
+        "main": (max(MAIN_PATH, SYSTICK + TIMER0), 8192),
+        "rx": (RX, 512),
+        "tx": (TX, 128),
+    }
+    (finding,) = report["findings"]
+    assert finding["check"] == "stack-bound" and finding["subject"] == "tx"
+    assert finding["message"] == (
+        f"can use {TX} bytes, over its budget of 128 (deepest path: vTxTask > leaf)"
+    )
+    cases = ET.parse(junit).getroot().iter("testcase")
+    failed = [(c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None]
+    assert failed == [("memplace.stack-bound", "stack tx")]
+
+
+def test_the_text_report_says_what_lands_on_each_stack(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = _stacks(capsys, tmp_path, BOARD, str(firmware))
+    assert "  deepest path: vRxTask > middle > leaf\n" in out
+    assert "  a context switch (freertos ARM_CM3) leaves 76 bytes on it" in out
+    assert f"  ISR timer0 lands on it: {TIMER0} bytes with its exception frame\n" in out
+
+
+def test_without_an_rtos_the_handlers_stack_on_mains_frames(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bare = (
+        "memplace: board/v1\nextends: qemu-mps2-an385\nname: bare\ncontexts:\n"
+        "  systick: {core: cpu0, kind: isr, entry: SysTick_Handler, priority: 255, "
+        "preempts: [main]}\n"
+        "  timer0: {core: cpu0, kind: isr, entry: TIMER0_Handler, priority: 64, "
+        "preempts: [main]}\n"
+    )
+    code, out, _ = _stacks(capsys, tmp_path, bare, str(firmware), "--json")
+    assert code == 0
+    (main_stack,) = json.loads(out)["stacks"]
+    assert main_stack["static_bound"] == MAIN_PATH + SYSTICK + TIMER0
+
+
+def test_indirect_calls_and_recursion_need_hints_that_say_which(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _stacks(capsys, tmp_path, BOARD + HOOKED, str(firmware), "--json")
+    assert code == 1
+    unbounded = [f["message"] for f in json.loads(out)["findings"] if f["subject"] == "hooked"]
+    assert any(
+        m.startswith("indirect call in vHookTask at ")
+        and "list them in the stack hints (indirect_calls) (call path: vHookTask)" in m
+        for m in unbounded
+    )
+    assert "recursion walk > walk has no depth; bound it with a recursion hint" in unbounded[1]
+    (tmp_path / "hints.yaml").write_text(HINTS)
+    hints = ["--stack-hints", str(tmp_path / "hints.yaml")]
+    code, out, _ = _stacks(capsys, tmp_path, BOARD + HOOKED, str(firmware), *hints)
+    assert "stack hooked: measured - of 1024 bytes (planned buffers 0), static bound " in out
+    assert "  deepest path: vHookTask > walk (recursion x8: walk > walk)\n" in out
+    assert f"static bound {8 + 8 * 24 + 76}\n" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["missing.elf"], "FIRMWARE.elf: no firmware at missing.elf"),
+        (["ELF", "--core", "cpu9"], "--core: no core 'cpu9'; the board has cpu0"),
+        (["ELF", "--objects", "EMPTY"], "--objects: no .su files under EMPTY: compile the "),
+        (["ELF", "--objects", "NOWHERE"], "--objects: no folder of objects at NOWHERE"),
+    ],
+)
+def test_usage_errors(
+    firmware: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    (tmp_path / "empty").mkdir()
+    names = {"ELF": str(firmware), "EMPTY": str(tmp_path / "empty")}
+    names["NOWHERE"] = str(tmp_path / "nowhere")
+    argv = [names.get(a, a) for a in argv]
+    message = message.replace("EMPTY", names["EMPTY"]).replace("NOWHERE", names["NOWHERE"])
+    code, _, err = _stacks(capsys, tmp_path, BOARD, *argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert message in err
+
+
+def test_generated_projects_refuse_tasks_for_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "board.yaml").write_text(BOARD)
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "memplace: workload/v1\nname: w\nbuffers:\n  - {name: a, size: 64, live: 0}\n"
+    )
+    code = main(
+        ["generate", str(tmp_path / "board.yaml"), str(workload), "--out", str(tmp_path / "p")]
+    )
+    assert code == 2
+    assert "generated projects do not start RTOS tasks yet (rx, tx)" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()
