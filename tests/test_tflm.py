@@ -24,6 +24,7 @@ import tflite
 from memplace.cli import main
 from memplace.tflm import runtime as tflm_runtime
 from memplace.tflm.greedy import Request, conflicts, simulate
+from test_import_tflite import ADD, Op, T, build_tflite
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "models"
 MODELS = sorted([*SHARED.glob("mlperf-tiny/*.tflite"), *SHARED.glob("tflite-micro/*.tflite")])
@@ -192,6 +193,15 @@ def test_printed_arena_works_and_is_near_the_smallest(model: Path, planned: dict
     arena = result["host"]["arena"]
     assert _accepts(data, arena)
     assert smallest <= arena <= smallest + 64
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_the_arena_rule_is_safe_on_the_host(model: Path, planned: dict[str, Any]) -> None:
+    """The rule that gives the target's arena, with the host's word size, never falls short
+    of what the host runtime needs, and overshoots by little."""
+    _, result = planned[model.stem]
+    host = result["host"]
+    assert host["arena"] <= host["arena_by_rule"] <= host["arena"] + 256
 
 
 def test_vww_arena_shrinks(planned: dict[str, Any]) -> None:
@@ -428,3 +438,58 @@ def test_conflicts_name_overlaps_and_bad_offsets() -> None:
     problems = conflicts(requests, [0, 16, 8], 16)
     assert problems[0] == "c at offset 8 is not a multiple of 16"
     assert problems[1] == "a [0, 32) and b [16, 48) are live together (scopes 0-1 and 1-2)"
+
+
+# -- models TFLite Micro cannot plan, and one built here ---------------------------------------
+
+
+def _tensors(*shapes: list[int]) -> list[T]:
+    return [T(f"t{k}", shape) for k, shape in enumerate(shapes)]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            build_tflite(_tensors([4], [4]), [Op(ADD, [0, 0], [1])], [0], [1], 2),
+            "the model has 2 subgraphs; memplace tflm plans models with one",
+        ),
+        (build_tflite(_tensors([4]), [], [0], [0]), "the model has no operators"),
+        (
+            build_tflite(_tensors([-1, 4], [4]), [Op(ADD, [0], [1])], [0], [1]),
+            "tensor 0 (t0) has an unknown dimension [-1, 4]; TFLite Micro plans tensors of fixed",
+        ),
+        (
+            build_tflite(
+                [T("s", [4], tflite.TensorType.STRING), T("b", [4])], [Op(ADD, [0], [1])], [0], [1]
+            ),
+            "tensor 0 (s) is of type STRING, which has no fixed size",
+        ),
+        (KWS.read_bytes()[:3000], "the model is damaged: "),
+    ],
+)
+def test_models_it_refuses(
+    data: bytes, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / "m.tflite"
+    model.write_bytes(data)
+    argv = ["tflm", str(model), "--board", BOARD, "--out", str(tmp_path / "x.tflite")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"memplace: error: {model}: ") and message in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.tflite"]
+
+
+def test_a_built_model_without_metadata_gets_its_plan(tmp_path: Path) -> None:
+    """add(a, a) -> b -> add(b, b) -> c: the converter-free model has no metadata at all."""
+    tensors = [T(f"t{k}", [1, 40], tflite.TensorType.FLOAT32) for k in range(3)]
+    data = build_tflite(tensors, [Op(ADD, [0, 0], [1]), Op(ADD, [1, 1], [2])], [0], [2])
+    model, out = tmp_path / "m.tflite", tmp_path / "planned.tflite"
+    model.write_bytes(data)
+    result = _json(["tflm", str(model), "--board", BOARD, "--out", str(out), "--json"])
+    (words,) = _offline(out.read_bytes())
+    # a lives in scopes 0-1, b in 1-2, c in 2-2: a and c share offset 0.
+    assert words == [1, 0, 3, 0, 160, 0]
+    assert result["activations"] == result["tflm_activations"] == 320
+    want, got = _outputs(data, 5), _outputs(out.read_bytes(), 5)
+    assert all(np.array_equal(x, y) for x, y in zip(want, got, strict=True))

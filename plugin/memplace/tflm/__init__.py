@@ -19,6 +19,7 @@ package's 64-bit host runtime measured with the planned model, when it is instal
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ class TflmPlan:
     persistent: Persistent
     arena: int
     host: runtime.Measured | None
+    host_rule: int | None  # the arena rule with the host's word size, to check it there
     planned: bytes
 
     def to_json(self) -> dict[str, Any]:
@@ -70,6 +72,7 @@ class TflmPlan:
                 "persistent": self.host.tail,
                 "arena": self.host.arena,
                 "measured": True,
+                "arena_by_rule": self.host_rule,
             }
         return {
             "model": self.model,
@@ -123,10 +126,12 @@ def place_model(
         activations = simulate(_requests(graph, offsets) + scratch).used
         planned = _planned(data, graph, offsets)
         persistent = estimate_persistent(graph, asked)
-        host = None
+        host, host_rule = None, None
         if measure and runtime.available():
             host = _measure(planned)
             persistent = from_host(graph, host)
+            reference = scratches(graph, "reference", ext)  # what the host build asks
+            host_rule = estimate_arena(graph, reference, host.head, host.tail, word_bits=64)
         arena = estimate_arena(graph, asked, activations, persistent.bytes)
         capacity = board.pools[name].size
         if arena > capacity:
@@ -148,6 +153,7 @@ def place_model(
             persistent,
             arena,
             host,
+            host_rule,
             planned,
         )
     lacks = ", ".join(
@@ -275,6 +281,8 @@ def _planned(data: bytes, graph: Graph, offsets: tuple[int, ...]) -> bytes:
         planned = with_offline_plan(data, offsets)
     except ModelLayoutError as exc:
         raise InputError(str(exc), key=graph.source) from exc
+    except struct.error as exc:
+        raise InputError(f"the model is damaged: {exc}", key=graph.source) from exc
     if read_graph(planned, graph.source).offline != offsets:
         raise MemplaceError("the planned model does not read back with memplace's offsets")
     return planned

@@ -12,6 +12,7 @@ of the arena) and it has bytes; it rounds every size up to 16 bytes
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from math import prod
@@ -44,7 +45,7 @@ _ELEMENT_BYTES = {
     "UINT16": 2,
     "BFLOAT16": 2,
 }
-_CORRUPT = (ValueError, IndexError, TypeError, OverflowError)
+_CORRUPT = (struct.error, ValueError, IndexError, TypeError, OverflowError)
 
 
 def round_up(size: int, align: int = ARENA_ALIGN) -> int:

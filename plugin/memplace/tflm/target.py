@@ -27,9 +27,12 @@ NODE = 32
 TENSOR_RECORD = 40
 KERNEL_DATA = 64  # an operator's own data, beside its per-channel arrays
 ALLOCATOR_OBJECTS = 512
-ALLOCATION_RECORD = 24
-PLANNER_RECORD = 40  # GreedyMemoryPlanner::per_buffer_size()
-SCRATCH_REQUEST = 12
+# Planning records, by the target's word size: AllocationInfo, ScratchBufferRequest, and
+# one size_t per subgraph; the greedy planner's per_buffer_size() is 40 on both.
+ALLOCATION_RECORD = {32: 24, 64: 32}
+SCRATCH_REQUEST = {32: 12, 64: 16}
+SUBGRAPH_OFFSET = {32: 4, 64: 8}
+PLANNER_RECORD = 40
 REQUESTS_PER_OP = 12  # kMaxScratchBuffersPerOp
 _PER_CHANNEL = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED"}
 
@@ -58,9 +61,13 @@ def estimate_persistent(graph: Graph, asked: Scratches) -> Persistent:
     return Persistent(round_up(total), "from the model alone (no tflite-micro runtime)")
 
 
-def estimate_arena(graph: Graph, asked: Scratches, activations: int, persistent: int) -> int:
+def estimate_arena(
+    graph: Graph, asked: Scratches, activations: int, persistent: int, word_bits: int = 32
+) -> int:
+    """The arena for a target of `word_bits` (32, or 64 for the host runtime)."""
     records = len(graph.tensors) + len(asked.buffers)
     planned = sum(1 for t in graph.tensors if t.in_arena) + len(asked.buffers)
-    requests = (len(asked.buffers) + REQUESTS_PER_OP) * SCRATCH_REQUEST
-    temporary = records * ALLOCATION_RECORD + planned * PLANNER_RECORD + requests + 16
+    requests = (len(asked.buffers) + REQUESTS_PER_OP) * SCRATCH_REQUEST[word_bits]
+    temporary = records * ALLOCATION_RECORD[word_bits] + planned * PLANNER_RECORD + requests
+    temporary += SUBGRAPH_OFFSET[word_bits]
     return round_up(persistent + max(activations, round_up(temporary)))
