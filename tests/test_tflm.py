@@ -493,3 +493,35 @@ def test_a_built_model_without_metadata_gets_its_plan(tmp_path: Path) -> None:
     assert result["activations"] == result["tflm_activations"] == 320
     want, got = _outputs(data, 5), _outputs(out.read_bytes(), 5)
     assert all(np.array_equal(x, y) for x, y in zip(want, got, strict=True))
+
+
+# -- the generated C interface of a TFLite workload ---------------------------------------------
+
+
+@pytest.mark.qemu
+def test_a_generated_project_offers_the_arena(tmp_path: Path, board: Any) -> None:
+    from memplace import workflow
+    from memplace.tflm import place_model
+    from memplace.workload import load_workload
+
+    out = tmp_path / "kws"
+    result = workflow.check(board, load_workload(KWS), out)
+    assert result.run is not None and result.run.passed and result.report.ok
+    arena = place_model(board, KWS, "dtcm_ws", measure=False, time_limit=2).arena
+    assert arena > result.plan.pool("dtcm_ws").used, "the arena is more than the activations"
+    header = (out / "memplace/include/kws_ref_model_memplace.h").read_text()
+    assert f"#define KWS_REF_MODEL_TFLM_ARENA_SIZE {arena}u\n" in header
+    assert "#define KWS_REF_MODEL_TFLM_ARENA (kws_ref_model_pool_dtcm_ws)\n" in header
+    size = re.search(r"#define KWS_REF_MODEL_DTCM_WS_SIZE (\d+)u", header)
+    assert size is not None and int(size.group(1)) >= arena, "the pool's storage holds it"
+    linker = (out / "memplace/cpu0/linker.ld").read_text()
+    length = re.search(r"pool_dtcm_ws\s+\(rw\) : ORIGIN = \S+, LENGTH = (\S+)", linker)
+    assert length is not None and int(length.group(1), 16) >= arena
+
+
+def test_other_workloads_have_no_arena(tmp_path: Path, board: Any, demo_workload: Any) -> None:
+    from memplace import workflow
+
+    workflow.generate(board, demo_workload, tmp_path / "demo")
+    header = next((tmp_path / "demo/memplace/include").glob("*_memplace.h")).read_text()
+    assert "TFLM_ARENA" not in header
