@@ -525,3 +525,55 @@ def test_other_workloads_have_no_arena(tmp_path: Path, board: Any, demo_workload
     workflow.generate(board, demo_workload, tmp_path / "demo")
     header = next((tmp_path / "demo/memplace/include").glob("*_memplace.h")).read_text()
     assert "TFLM_ARENA" not in header
+
+
+TWO_POOLS = """\
+memplace: board/v1
+name: two
+cores:
+  cpu0: {cpu: cortex-m4, float_abi: hard, layout: {vectors: ram, code: ram, data: ram, load: ram}}
+memories:
+  tcm: {origin: 0x10000000, size: 32K, attrs: rw, kind: tcm, access: [cpu0], latency: 1}
+  ram: {origin: 0x20000000, size: 256K, attrs: rwx, kind: sram, access: [cpu0], latency: 2}
+pools:
+  fast_ws: {memory: tcm, size: 20K, kind: workspace}
+  slow_ws: {memory: ram, size: 128K, kind: workspace}
+contexts:
+  main: {core: cpu0, entry: main, stack: {memory: ram, size: 2K}}
+"""
+
+
+def test_the_fastest_pool_that_holds_the_whole_arena(tmp_path: Path) -> None:
+    """kws's activations (16000 bytes) fit the fast pool; its arena does not."""
+    board = tmp_path / "two.yaml"
+    board.write_text(TWO_POOLS)
+    out = tmp_path / "kws.tflite"
+    base = ["tflm", str(KWS), "--board", str(board), "--out", str(out), "--json"]
+    result = _json([*base, "--time-limit", TIME_LIMIT])
+    assert result["pool"] == "slow_ws" and result["activations"] == 16000
+    assert result["arena"] > 20 * 1024
+    pinned = _json([*base, "--pool", "slow_ws", "--time-limit", TIME_LIMIT])
+    assert pinned["pool"] == "slow_ws"
+
+
+def test_a_plan_breaking_the_runtimes_rules_is_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+
+    import memplace.tflm as tflm
+
+    real = tflm.plan
+
+    def everything_at_zero(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        moved = tuple(dataclasses.replace(p, offset=0) for p in result.placements)
+        return dataclasses.replace(result, placements=moved)
+
+    monkeypatch.setattr(tflm, "plan", everything_at_zero)
+    out = tmp_path / "kws.tflite"
+    assert main(["tflm", str(KWS), "--board", BOARD, "--out", str(out)]) == 3
+    err = capsys.readouterr().err
+    assert "memplace's plan breaks TFLite Micro's rules, so no model was written: " in err
+    assert "are live together" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
