@@ -26,6 +26,7 @@ from memplace.tflm import runtime as tflm_runtime
 from memplace.tflm.greedy import Request, conflicts, simulate
 from test_import_tflite import ADD, Op, T, build_tflite
 
+SVDF = tflite.BuiltinOperator.SVDF
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "models"
 MODELS = sorted([*SHARED.glob("mlperf-tiny/*.tflite"), *SHARED.glob("tflite-micro/*.tflite")])
 BOARD = "qemu-mps3-an547"
@@ -466,6 +467,10 @@ def _tensors(*shapes: list[int]) -> list[T]:
             "tensor 0 (s) is of type STRING, which has no fixed size",
         ),
         (KWS.read_bytes()[:3000], "the model is damaged: "),
+        (
+            build_tflite(_tensors([1, 4], [1, 4]), [Op(SVDF, [0], [1])], [0], [1]),
+            "operator 0 (SVDF) lacks the inputs or shapes its kernel reads",
+        ),
     ],
 )
 def test_models_it_refuses(

@@ -70,9 +70,15 @@ def scratches(graph: Graph, kernels: str, ext: str) -> Scratches:
     for op in graph.operators:
         rule = rules.get(op.kind)
         if rule is not None:
-            buffers += [
-                Scratch(op.index, size, why) for size, why in rule(graph, op, ext) if size > 0
-            ]
+            try:
+                asks = rule(graph, op, ext)
+            except (IndexError, ValueError) as exc:
+                raise InputError(
+                    f"operator {op.index} ({op.kind}) lacks the inputs or shapes its kernel "
+                    f"reads: {exc}",
+                    key=graph.source,
+                ) from exc
+            buffers += [Scratch(op.index, size, why) for size, why in asks if size > 0]
         elif op.kind in _UNMODELLED[kernels]:
             unmodelled.append(names[op.scope])
     return Scratches(tuple(buffers), tuple(unmodelled))
