@@ -194,6 +194,33 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     import_cmd.set_defaults(handler=_import)
 
+    tflm = commands.add_parser(
+        "tflm",
+        help="write memplace's arena plan into a TFLite model for TensorFlow Lite Micro",
+    )
+    tflm.add_argument("model", metavar="MODEL", type=Path, help="a .tflite model")
+    tflm.add_argument("--board", required=True, help="bundled board name or board file")
+    tflm.add_argument(
+        "--pool",
+        help="workspace pool of the arena (default: the fastest that holds it)",
+    )
+    tflm.add_argument(
+        "--kernels",
+        choices=["reference", "cmsis-nn"],
+        default="reference",
+        help="kernel library whose scratch buffers to plan for (default: reference)",
+    )
+    tflm.add_argument("--out", type=Path, required=True, help="the planned model to write (a copy)")
+    tflm.add_argument("--json", action="store_true", help="print the result as JSON")
+    tflm.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="S",
+        help=f"seconds the offset search may take (default: {DEFAULT_TIME_LIMIT:g})",
+    )
+    tflm.set_defaults(handler=_tflm)
+
     generate = commands.add_parser("generate", help="plan and write a firmware project")
     _add_inputs(generate)
     _add_project_options(generate)
@@ -424,6 +451,25 @@ def _import(args: argparse.Namespace) -> int:
         f"activation buffers, {len(model.weights)} weights ({weight_bytes} bytes)"
     )
     print(f"wrote {done.workload} and {done.data_dir}/")
+    return 0
+
+
+def _tflm(args: argparse.Namespace) -> int:
+    from memplace import tflm  # the model readers load only when used
+
+    board = load_board(args.board)
+    if not args.model.is_file():
+        raise InputError(f"no model file at {args.model}", key="MODEL")
+    tflm.check_out(args.model, args.out)
+    result = tflm.place_model(
+        board, args.model, args.pool, args.kernels, time_limit=args.time_limit
+    )
+    tflm.write_model(result, args.model, args.out)
+    if args.json:
+        print(json.dumps({**result.to_json(), "out": str(args.out)}, indent=2))
+        return 0
+    print(tflm.summary(result))
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from memplace.board import Board
 from memplace.build import BUILD_DIR, build
 from memplace.codegen import RenderOptions, render
-from memplace.errors import InputError
+from memplace.errors import InputError, PlanningError
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
@@ -28,6 +28,7 @@ from memplace.workload import Workload
 
 RUN_RECORD = "run.json"
 DEFAULT_TIMEOUT = 60.0
+TFLM_TIME_LIMIT = 2.0
 
 
 def generate(
@@ -56,7 +57,12 @@ def generate(
     if sources is not None and not sources.is_dir():
         raise InputError(f"no folder of sources at {sources}", key="--sources")
     relative = None if sources is None else os.path.relpath(sources.resolve(), out.resolve())
-    options = RenderOptions(project_type, sources=relative, pool_storage=pool_storage)
+    options = RenderOptions(
+        project_type,
+        sources=relative,
+        pool_storage=pool_storage,
+        tflm_arena=tflm_arena(board, workload, result),
+    )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
     files = render(board, result, project_type, options, users)
     files.update(carried_files(board, files))  # the project's own Project API server
@@ -65,6 +71,25 @@ def generate(
     )
     write_project(files, out, force=force)
     return result
+
+
+def tflm_arena(board: Board, workload: Workload, result: Plan) -> tuple[str, int] | None:
+    """A TFLite model's TensorFlow Lite Micro arena, in the one pool that holds its
+    activations (None for other workloads, or when that pool cannot hold the arena)."""
+    source = Path(workload.source)
+    if source.suffix.lower() != ".tflite" or not source.is_file():
+        return None
+    pools = {p.pool for p in result.placements if p.kind == "buffer" and p.pool}
+    if len(pools) != 1:
+        return None
+    from memplace.tflm import place_model  # the model readers load only when used
+
+    (pool,) = pools
+    try:
+        arena = place_model(board, source, pool, measure=False, time_limit=TFLM_TIME_LIMIT)
+    except PlanningError:
+        return None
+    return pool, arena.arena
 
 
 def run(folder: Path, timeout: float = DEFAULT_TIMEOUT) -> RunLog:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import jinja2
@@ -70,11 +71,7 @@ def render(
     `users` maps buffer names to their users (contexts and devices), which decides the core
     that exercises each buffer; without it every buffer is exercised by the first core.
     """
-    options = RenderOptions(
-        project_type=project_type,
-        sources=options.sources if options else None,
-        pool_storage=options.pool_storage if options else "generated",
-    )
+    options = replace(options or RenderOptions(), project_type=project_type)
     if project_type not in PROJECT_TYPES:
         raise InputError(
             f"no project type {project_type!r}; {suggest(project_type, PROJECT_TYPES)}",

@@ -48,6 +48,14 @@ class RenderOptions:
     project_type: str = "exerciser"
     sources: str | None = None
     pool_storage: str = "generated"
+    # A TFLite workload's TensorFlow Lite Micro arena: (pool, bytes). The pool's storage
+    # grows to hold it, and the header names it for the application's MicroInterpreter.
+    tflm_arena: tuple[str, int] | None = None
+
+    def storage(self, usage: PoolUsage) -> int:
+        """Bytes of a pool's storage: what the plan uses, or the arena it must hold."""
+        arena = self.tflm_arena[1] if self.tflm_arena and self.tflm_arena[0] == usage.name else 0
+        return storage_bytes(max(usage.used, arena))
 
 
 def storage_bytes(used: int) -> int:
@@ -167,6 +175,7 @@ def project_context(
         "project_type": options.project_type,
         "pool_storage": options.pool_storage,
         "sources": options.sources,
+        "tflm_arena": _tflm_arena(plan, options),
         "multicore": len(board.cores) > 1,
         "steps": list(plan.steps),
         "pools": pools,
@@ -185,7 +194,7 @@ def project_context(
 
 
 def _pool(board: Board, plan: Plan, usage: PoolUsage, options: RenderOptions) -> dict[str, Any]:
-    storage = storage_bytes(usage.used)
+    storage = options.storage(usage)
     rows: list[str] = []
     if usage.kind == "constant" and storage:
         image = bytearray(storage)
@@ -209,6 +218,13 @@ def _pool(board: Board, plan: Plan, usage: PoolUsage, options: RenderOptions) ->
         "owner": pool_owner(board, usage) if storage else None,
         "generated": options.pool_storage == "generated",
     }
+
+
+def _tflm_arena(plan: Plan, options: RenderOptions) -> dict[str, Any] | None:
+    if options.tflm_arena is None:
+        return None
+    pool, size = options.tflm_arena
+    return {"pool": pool, "size": size, "symbol": pool_symbol(plan.workload, pool)}
 
 
 def _reserved(board: Board, plan: Plan) -> dict[str, int]:
@@ -288,7 +304,7 @@ def _core(
                 "name": f"pool_{pool.name}",
                 "attrs": board.memories[pool.memory].attrs,
                 "origin": pool.address + _view(board, pool.memory, core.name),
-                "length": storage_bytes(pool.used),
+                "length": options.storage(pool),
             }
         )
     stacks = [s for s in plan.stacks if board.contexts[s.owner].core == core.name]

@@ -1,0 +1,326 @@
+"""`memplace tflm`: memplace's plan inside a TFLite model, for TensorFlow Lite Micro.
+
+TFLite Micro has one arena. Its planned part holds the activation tensors and the kernels'
+scratch buffers, each live for some allocation scopes (`graph.py`); its persistent part holds
+the runtime's records, the kernels' data and the variable tensors. memplace plans the
+activation tensors and scratch buffers into one pool of the board, checks the offsets under
+the runtime's own rules, and writes them into a copy of the model as its
+`OfflineMemoryAllocation` metadata (`metadata.py`). The runtime then keeps memplace's
+offsets and places the scratch buffers itself, around them, with its greedy planner
+(`greedy.py` says where). Variable tensors stay with the runtime (offset -1): their state
+must outlive every scope.
+
+Sizes: `activations` is the planned part with memplace's plan; `tflm_activations` what the
+runtime's own planner uses on the original model; `persistent` and `arena` are for a 32-bit
+Cortex-M target, estimated (see docs/workloads.md); `host` holds what the `tflite-micro`
+package's 64-bit host runtime measured with the planned model, when it is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memplace.board import Board
+from memplace.errors import InputError, MemplaceError, PlanningError
+from memplace.planner import DEFAULT_TIME_LIMIT, plan
+from memplace.planner.model import Plan
+from memplace.tflm import runtime
+from memplace.tflm.graph import ARENA_ALIGN, Graph, read_graph, round_up
+from memplace.tflm.greedy import ONLINE, Request, conflicts, simulate
+from memplace.tflm.metadata import ModelLayoutError, with_offline_plan
+from memplace.tflm.scratch import KERNELS, Scratches, extension, scratches
+from memplace.tflm.target import Persistent, estimate_arena, estimate_persistent, from_host
+from memplace.workload import WorkloadBuilder
+
+__all__ = ["KERNELS", "TflmPlan", "check_out", "place_model", "summary", "write_model"]
+
+
+@dataclass(frozen=True)
+class TflmPlan:
+    """memplace's plan for a model's arena, and the model bytes that carry it."""
+
+    model: str
+    pool: str
+    kernels: str
+    extension: str
+    activations: int
+    lower_bound: int
+    optimal: bool
+    tflm_activations: int
+    offsets: tuple[int, ...]  # per tensor, ONLINE for the runtime to place
+    layout: str  # whose offsets the model carries: memplace's or the runtime's own
+    scratch: Scratches
+    persistent: Persistent
+    arena: int
+    host: runtime.Measured | None
+    host_rule: int | None  # the arena rule with the host's word size, to check it there
+    planned: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        host = None
+        if self.host is not None:
+            host = {
+                "runtime": f"tflite-micro {self.host.version}",
+                "kernels": "reference",
+                "word_bits": 64,
+                "activations": self.host.head,
+                "persistent": self.host.tail,
+                "arena": self.host.arena,
+                "measured": True,
+                "arena_by_rule": self.host_rule,
+            }
+        return {
+            "model": self.model,
+            "pool": self.pool,
+            "kernels": self.kernels,
+            "extension": self.extension,
+            "activations": self.activations,
+            "lower_bound": self.lower_bound,
+            "optimal": self.optimal,
+            "tflm_activations": self.tflm_activations,
+            "persistent": self.persistent.bytes,
+            "arena": self.arena,
+            "target": {"word_bits": 32, "estimated": True, "basis": self.persistent.basis},
+            "host": host,
+            "layout": self.layout,
+            "scratch": [
+                {"step": s.op + 1, "bytes": s.bytes, "why": s.why} for s in self.scratch.buffers
+            ],
+            "unmodelled": list(self.scratch.unmodelled),
+            "planned_tensors": sum(1 for offset in self.offsets if offset != ONLINE),
+        }
+
+
+def place_model(
+    board: Board,
+    model: Path,
+    pool: str | None = None,
+    kernels: str = "reference",
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    measure: bool = True,
+) -> TflmPlan:
+    """Plan `model`'s arena on `board`; nothing is written. `measure` runs the host runtime
+    on the planned model when the `tflite-micro` package is installed."""
+    try:
+        data = model.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the model: {exc.strerror}", key=str(model)) from exc
+    graph = read_graph(data, str(model))
+    ext = extension(_cpu(board))
+    asked = scratches(graph, kernels, ext)
+    scratch = _scratch_requests(graph, asked)
+    own = [_request(graph, t, graph.offline[t] if graph.offline else ONLINE) for t in _arena(graph)]
+    tflm = simulate(own + scratch)
+    shortfalls: dict[str, int] = {}
+    for name in _pools(board, pool):
+        chosen = _try_pool(board, graph, asked, scratch, tflm.offsets[: len(own)], name, time_limit)
+        if chosen is None:
+            shortfalls[name] = -1
+            continue
+        offsets, layout, result = chosen
+        activations = simulate(_requests(graph, offsets) + scratch).used
+        planned = _planned(data, graph, offsets)
+        persistent = estimate_persistent(graph, asked)
+        host, host_rule = None, None
+        if measure and runtime.available():
+            host = _measure(planned)
+            persistent = from_host(graph, host)
+            reference = scratches(graph, "reference", ext)  # what the host build asks
+            host_rule = estimate_arena(graph, reference, host.head, host.tail, word_bits=64)
+        arena = estimate_arena(graph, asked, activations, persistent.bytes)
+        capacity = board.pools[name].size
+        if arena > capacity:
+            shortfalls[name] = arena - capacity
+            continue
+        usage = result.pool(name)
+        return TflmPlan(
+            str(model),
+            name,
+            kernels,
+            ext,
+            activations,
+            usage.lower_bound,
+            usage.optimal and activations == usage.used,
+            tflm.used,
+            offsets,
+            layout,
+            asked,
+            persistent,
+            arena,
+            host,
+            host_rule,
+            planned,
+        )
+    lacks = ", ".join(
+        f"{name} lacks {lack} bytes" if lack >= 0 else f"{name} cannot hold the activations"
+        for name, lack in shortfalls.items()
+    )
+    raise PlanningError(f"no workspace pool holds the model's arena: {lacks}", "arena", shortfalls)
+
+
+def check_out(source: Path, out: Path) -> None:
+    """Refuse an `--out` that cannot take the planned model, before any planning."""
+    if out.exists() and out.resolve() == source.resolve():
+        raise InputError("--out names the input model; memplace never modifies it", key="--out")
+    if out.is_dir():
+        raise InputError(f"{out} is a folder; name the model file to write", key="--out")
+    if not out.parent.is_dir():
+        raise InputError(f"no folder {out.parent} to write the model into", key="--out")
+
+
+def write_model(result: TflmPlan, source: Path, out: Path) -> None:
+    """Write the planned model to `out`, whole or not at all; never over `source`."""
+    check_out(source, out)
+    fd, temporary = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(result.planned)
+        os.replace(temporary, out)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _cpu(board: Board) -> str:
+    context = next(iter(board.contexts.values()), None)
+    core = board.cores[context.core] if context is not None else next(iter(board.cores.values()))
+    return core.cpu
+
+
+def _pools(board: Board, pool: str | None) -> list[str]:
+    workspace = [name for name, p in board.pools.items() if p.kind == "workspace"]
+    if pool is None:
+        order = {name: i for i, name in enumerate(board.pools)}
+        return sorted(
+            workspace, key=lambda n: (board.memories[board.pools[n].memory].latency, order[n])
+        )
+    if pool not in workspace:
+        raise InputError(
+            f"no workspace pool {pool!r} on board {board.name}; choose from "
+            f"{', '.join(workspace) or 'none'}",
+            key="--pool",
+        )
+    return [pool]
+
+
+def _arena(graph: Graph) -> list[int]:
+    """The tensors the runtime's planner places, in tensor order."""
+    return [t.index for t in graph.tensors if t.in_arena]
+
+
+def _request(graph: Graph, tensor: int, offline: int) -> Request:
+    spec = graph.tensors[tensor]
+    return Request(f"tensor {tensor}", spec.arena_bytes, spec.first, spec.last, offline)
+
+
+def _requests(graph: Graph, offsets: tuple[int, ...]) -> list[Request]:
+    return [_request(graph, t, offsets[t]) for t in _arena(graph)]
+
+
+def _scratch_requests(graph: Graph, asked: Scratches) -> list[Request]:
+    names = graph.step_names()
+    return [
+        Request(f"scratch {k} of {names[s.op + 1]}", round_up(s.bytes), s.op + 1, s.op + 1)
+        for k, s in enumerate(asked.buffers)
+    ]
+
+
+def _try_pool(
+    board: Board,
+    graph: Graph,
+    asked: Scratches,
+    scratch: list[Request],
+    own: tuple[int, ...],
+    pool: str,
+    time_limit: float,
+) -> tuple[tuple[int, ...], str, Plan] | None:
+    """memplace's offsets in `pool`, or the runtime's own where those need less."""
+    builder = WorkloadBuilder("tflm", graph.step_names(), source=graph.source)
+    placed = [t for t in _arena(graph) if graph.tensors[t].first >= 0]
+    for t in placed:
+        spec = graph.tensors[t]
+        live = (spec.first, spec.last)
+        builder.buffer(f"t{t}", spec.arena_bytes, live, align=ARENA_ALIGN, scope=f"global.{pool}")
+    for k, request in enumerate(scratch):
+        live = (request.first, request.last)
+        builder.buffer(f"s{k}", request.size, live, align=ARENA_ALIGN, scope=f"global.{pool}")
+    try:
+        result = plan(board, builder.build(), time_limit=time_limit)
+    except PlanningError:
+        return None
+    mine = [ONLINE] * len(graph.tensors)
+    for t in placed:
+        mine[t] = result.placement(f"t{t}").offset
+    theirs = [ONLINE] * len(graph.tensors)
+    for t, offset in zip(_arena(graph), own, strict=True):
+        theirs[t] = offset
+    candidates = [(tuple(mine), "memplace"), (tuple(theirs), "tflite-micro")]
+    offsets, layout = min(candidates, key=lambda c: simulate(_requests(graph, c[0]) + scratch).used)
+    _check(graph, offsets, scratch)
+    return offsets, layout, result
+
+
+def _check(graph: Graph, offsets: tuple[int, ...], scratch: list[Request]) -> None:
+    """The offsets hold under the runtime's rules, with the scratch where it will put it."""
+    requests = _requests(graph, offsets) + scratch
+    layout = simulate(requests)
+    problems = conflicts(requests, layout.offsets, ARENA_ALIGN)
+    if problems:
+        raise MemplaceError(
+            f"memplace's plan breaks TFLite Micro's rules, so no model was written: {problems[0]}"
+        )
+
+
+def _planned(data: bytes, graph: Graph, offsets: tuple[int, ...]) -> bytes:
+    try:
+        planned = with_offline_plan(data, offsets)
+    except ModelLayoutError as exc:
+        raise InputError(str(exc), key=graph.source) from exc
+    except struct.error as exc:
+        raise InputError(f"the model is damaged: {exc}", key=graph.source) from exc
+    if read_graph(planned, graph.source).offline != offsets:
+        raise MemplaceError("the planned model does not read back with memplace's offsets")
+    return planned
+
+
+def _measure(planned: bytes) -> runtime.Measured:
+    with tempfile.TemporaryDirectory(prefix="memplace-tflm-") as folder:
+        path = Path(folder) / "planned.tflite"
+        path.write_bytes(planned)
+        return runtime.measure(path)
+
+
+def summary(result: TflmPlan) -> str:
+    """The result for people: the arena to give the interpreter, and where it comes from."""
+    lines = [
+        f"model {result.model}: arena in pool {result.pool}, {result.kernels} kernels "
+        f"(core extension: {result.extension})",
+        f"activations {result.activations} bytes (lower bound {result.lower_bound}, "
+        f"{'optimal' if result.optimal else 'not proven optimal'}); TFLite Micro's own "
+        f"planner: {result.tflm_activations}",
+        f"persistent {result.persistent.bytes} bytes (32-bit target, estimated "
+        f"{result.persistent.basis})",
+        f"arena {result.arena} bytes: give this to the MicroInterpreter (32-bit target, estimated)",
+    ]
+    if result.host is not None:
+        lines.append(
+            f"host runtime (tflite-micro {result.host.version}, 64-bit, reference kernels, "
+            f"measured): activations {result.host.head}, persistent {result.host.tail}, "
+            f"smallest arena {result.host.arena}"
+        )
+    if result.scratch.buffers:
+        total = sum(s.bytes for s in result.scratch.buffers)
+        lines.append(f"kernel scratch: {len(result.scratch.buffers)} buffers, {total} bytes asked")
+    if result.scratch.unmodelled:
+        lines.append(
+            "warning: these operators may ask for scratch memplace does not model: "
+            + ", ".join(result.scratch.unmodelled)
+        )
+    if result.layout != "memplace":
+        lines.append("TFLite Micro's own layout needs less here; the model carries it")
+    return "\n".join(lines)
