@@ -31,7 +31,7 @@ from memplace.workload import DEFAULT_ALIGN, VERSION, Workload, WorkloadBuilder
 
 IDENTIFIER = b"TFL3"
 # Bytes per element of each TensorType; INT4 packs two elements into a byte.
-_ELEMENT_BYTES = {
+ELEMENT_BYTES = {
     "FLOAT32": 4,
     "FLOAT16": 2,
     "INT32": 4,
@@ -52,7 +52,7 @@ _ELEMENT_BYTES = {
 _DULL_PARTS = {"ReadVariableOp", "resource"}
 _NAME_PART = re.compile(r"[^A-Za-z0-9_]+")
 # A corrupt flatbuffer shows up as one of these while reading it.
-_CORRUPT = (struct.error, IndexError, ValueError, TypeError, OverflowError)
+CORRUPT = (struct.error, IndexError, ValueError, TypeError, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def parse_tflite(data: bytes, source: str, name: str) -> Model:
         )
     try:
         return _Reader(data, source).model(name)
-    except _CORRUPT as exc:
+    except CORRUPT as exc:
         raise InputError(f"the model is damaged: {exc}", key=source) from exc
 
 
@@ -286,12 +286,12 @@ class _Reader:
         count = prod(shape)
         if dtype == "INT4":
             return dtype, shape, (count + 1) // 2
-        if dtype not in _ELEMENT_BYTES:
+        if dtype not in ELEMENT_BYTES:
             raise self.error(
                 f"tensor {tensor} ({_tensor_name(spec)}) is of type {dtype}, which has no "
                 "fixed size"
             )
-        return dtype, shape, count * _ELEMENT_BYTES[dtype]
+        return dtype, shape, count * ELEMENT_BYTES[dtype]
 
 
 def _enum_names(enum: type) -> dict[int, str]:

@@ -12,7 +12,6 @@ of the arena) and it has bytes; it rounds every size up to 16 bytes
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from math import prod
@@ -21,31 +20,12 @@ from typing import Any
 import tflite
 
 from memplace.errors import InputError
-from memplace.importers.tflite import IDENTIFIER
+from memplace.importers.tflite import CORRUPT, ELEMENT_BYTES, IDENTIFIER
 
 ARENA_ALIGN = 16
 """TFLite Micro's `MicroArenaBufferAlignment()`: sizes and offsets in the arena."""
 
 OFFLINE_METADATA = "OfflineMemoryAllocation"
-
-_ELEMENT_BYTES = {
-    "FLOAT32": 4,
-    "FLOAT16": 2,
-    "INT32": 4,
-    "UINT8": 1,
-    "INT64": 8,
-    "BOOL": 1,
-    "INT16": 2,
-    "COMPLEX64": 8,
-    "INT8": 1,
-    "FLOAT64": 8,
-    "COMPLEX128": 16,
-    "UINT64": 8,
-    "UINT32": 4,
-    "UINT16": 2,
-    "BFLOAT16": 2,
-}
-_CORRUPT = (struct.error, ValueError, IndexError, TypeError, OverflowError)
 
 
 def round_up(size: int, align: int = ARENA_ALIGN) -> int:
@@ -118,7 +98,7 @@ def read_graph(data: bytes, source: str) -> Graph:
         )
     try:
         return _read(tflite.Model.GetRootAs(data, 0), source)
-    except _CORRUPT as exc:
+    except CORRUPT as exc:
         raise InputError(f"the model is damaged: {exc}", key=source) from exc
 
 
@@ -216,8 +196,8 @@ def _tensor(
         )
     if dtype == "INT4":
         size = (prod(shape) + 1) // 2
-    elif dtype in _ELEMENT_BYTES:
-        size = prod(shape) * _ELEMENT_BYTES[dtype]
+    elif dtype in ELEMENT_BYTES:
+        size = prod(shape) * ELEMENT_BYTES[dtype]
     elif constant or spec.IsVariable():
         size = 0
     else:
