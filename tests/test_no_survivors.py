@@ -104,3 +104,42 @@ def test_ending_memplace_run_ends_qemu(endless: Path, ending: signal.Signals) ->
         assert code == 128 + ending
         assert memplace.stderr is not None
         assert f"memplace: ended by {ending.name}" in memplace.stderr.read()
+
+
+def running_in(folder: Path, but: int) -> list[int]:
+    """Processes other than `but` whose command line names `folder` (CMake, Ninja, the
+    compiler, QEMU working on a project there)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == but:
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(folder).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_ending_memplace_check_ends_its_build(tmp_path: Path, ending: signal.Signals) -> None:
+    out = tmp_path / "checked"
+    (tmp_path / "w.yaml").write_text(WORKLOAD)
+    argv = [sys.executable, "-m", "memplace.cli", "check", "qemu-mps3-an547"]
+    memplace = subprocess.Popen(
+        [*argv, str(tmp_path / "w.yaml"), "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        started = wait_for(lambda: running_in(out, memplace.pid), 60)
+        memplace.send_signal(ending)
+        code = memplace.wait(30)
+        assert wait_for(lambda: not running_in(out, memplace.pid), 10), "a tool outlived memplace"
+    finally:
+        memplace.kill()
+        memplace.wait()
+    assert started, "memplace never started a tool in the project"
+    assert code == 128 + ending
