@@ -6,10 +6,16 @@ priorities, and a scheduler start that resets the main stack pointer."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from memplace import process
 from memplace.cli import main
@@ -185,3 +191,41 @@ def test_generated_projects_refuse_tasks_for_now(
     assert code == 2
     assert "generated projects do not start RTOS tasks yet (rx, tx)" in capsys.readouterr().err
     assert not (tmp_path / "p").exists()
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "verification.md"
+
+
+def _ci_section() -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    start = text.index("### Checking an existing FreeRTOS project in CI")
+    return text[start : text.index("\nNot done yet:", start)]
+
+
+def _blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```$", section, flags=re.S | re.M)
+
+
+def test_the_ci_section_runs_as_written(tmp_path: Path) -> None:
+    section = _ci_section()
+    board, github, gitlab = (yaml.safe_load(block) for block in _blocks(section, "yaml"))
+    (commands,) = _blocks(section, "sh")
+    for name in ("tasks.c", "startup.c", "link.ld", "Makefile"):
+        shutil.copy(SOURCES / name, tmp_path / name)
+    (tmp_path / "board.yaml").write_text(yaml.safe_dump(board))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-e", "-c", commands], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stack tx: measured - of 256 bytes (planned buffers 0), static bound 180" in done.stdout
+    assert done.stdout.rstrip().endswith("verify: ok")
+    cases = list(ET.parse(tmp_path / "stacks.xml").getroot().iter("testcase"))
+    assert {c.get("name") for c in cases} >= {"stack main", "stack rx", "stack tx"}
+    assert json.loads((tmp_path / "stacks.sarif").read_text())["version"] == "2.1.0"
+    # Both CI jobs run the same build and check.
+    steps = [step.get("run", "") for step in github["jobs"]["stacks"]["steps"]]
+    for line in commands.strip().splitlines():
+        assert line in steps
+        assert line in gitlab["stacks"]["script"]
+    assert gitlab["stacks"]["artifacts"]["reports"]["junit"] == "stacks.xml"
