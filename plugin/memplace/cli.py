@@ -28,7 +28,8 @@ from memplace.project_api.server import TERMINATING
 from memplace.runners import FlashRequest
 from memplace.schema import SCHEMAS
 from memplace.verify import Report, RunLog, load_hints, verify, write_reports
-from memplace.verify.firmware import check_stacks
+from memplace.verify.firmware import check_stacks, run_firmware
+from memplace.verify.target_memory import RunMemory
 from memplace.workload import Workload, load_workload
 
 Handler = Callable[[argparse.Namespace], int]
@@ -274,6 +275,24 @@ def _build_parser() -> argparse.ArgumentParser:
         help="folder of the firmware's objects with GCC's .su and .ci files (default: the "
         "ELF's folder); may be given more than once",
     )
+    stacks_cmd.add_argument(
+        "--run",
+        action="store_true",
+        help="also run the firmware unchanged under the board's QEMU machine and read each "
+        "stack's high-water mark from its memory when it exits or --timeout passes",
+    )
+    stacks_cmd.add_argument(
+        "--timeout",
+        type=seconds,
+        default=10.0,
+        help="with --run: seconds before the run is stopped and read (default: 10)",
+    )
+    stacks_cmd.add_argument(
+        "--console",
+        type=file_to_write,
+        metavar="FILE",
+        help="with --run: write the firmware's console output (UART, semihosting) here",
+    )
     stacks_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_report_options(stacks_cmd)
     stacks_cmd.set_defaults(handler=_stacks)
@@ -508,10 +527,28 @@ def _stacks(args: argparse.Namespace) -> int:
     if not args.elf.is_file():
         raise InputError(f"no firmware at {args.elf}", key="FIRMWARE.elf")
     board = load_board(args.board)
-    report = check_stacks(args.elf, board, args.core, args.objects, load_hints(args.stack_hints))
+    hints = load_hints(args.stack_hints)
+    run = run_firmware(args.elf, board, args.core, args.timeout) if args.run else None
+    report = check_stacks(args.elf, board, args.core, args.objects, hints, run)
+    if run is not None:
+        if args.console is not None:
+            args.console.write_text(run.console, encoding="utf-8")
+        if not args.json:
+            print(_run_line(run, args.timeout))
     write_reports(report, junit=args.junit, sarif=args.sarif)
     _print_report(report, args.json)
     return 0 if report.ok else CheckFailed.exit_code
+
+
+def _run_line(run: RunMemory, timeout: float) -> str:
+    lines = run.console.splitlines()
+    ended = (
+        f"stopped after {timeout:g} s and read"
+        if run.exit_code is None
+        else f"exited with code {run.exit_code} (its memory cannot be read after an exit)"
+    )
+    shown = "".join(f"\n  | {line}" for line in lines[-20:])
+    return f"run: {ended}; console: {len(lines)} lines{shown}"
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from memplace.board import Board, Context, Core
 from memplace.errors import InputError
+from memplace.verify.freertos import FILL, layout_of, task_stacks, untouched
 from memplace.verify.hints import StackHints
 from memplace.verify.image import Image
 from memplace.verify.report import SWITCH, Finding, Report, StackReport
@@ -39,6 +40,7 @@ from memplace.verify.stack import (
     image_graph,
     stack_findings,
 )
+from memplace.verify.target_memory import Paint, RunMemory, run_and_read
 
 
 def check_stacks(
@@ -47,10 +49,12 @@ def check_stacks(
     core: str | None = None,
     objects: Sequence[Path] = (),
     hints: StackHints | None = None,
+    run: RunMemory | None = None,
 ) -> Report:
     """Every stack of the board's contexts on `core` (the board's only core by default),
     bounded from `elf` and the .su and .ci files under `objects` (default: the ELF's
-    folder), checked against its budget."""
+    folder), checked against its budget, and against its mark in `run` when given
+    (`run_firmware`)."""
     chosen = _core(board, core)
     image = Image.from_file(elf)
     su_files, ci_files = _gcc_files(elf, objects)
@@ -63,6 +67,7 @@ def check_stacks(
     analysis = Analysis(graph, hints)
     contexts = [c for c in board.contexts.values() if c.core == chosen.name]
     nesting = _nesting(contexts, analysis, exception_frame(_core_data(chosen)), image)
+    marks = _marks(image, board, chosen, contexts, run) if run is not None else {}
     findings: list[Finding] = []
     stacks = []
     for context in contexts:
@@ -73,18 +78,80 @@ def check_stacks(
             bound = _task_bound(context, chosen, analysis, image)
         else:
             bound = _main_bound(context, chosen, analysis, image, nesting)
-        findings += stack_findings(context.name, budget, bound, None)
+        measured = marks.get(context.name)
+        findings += stack_findings(context.name, budget, bound, measured)
         stacks.append(
             StackReport(
                 context=context.name,
                 budget=budget,
                 planned=0,
                 static_bound=bound.bytes,
+                measured=measured,
                 path=bound.path,
                 interrupts=bound.interrupts,
             )
         )
     return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
+
+
+def run_firmware(
+    elf: Path, board: Board, core: str | None = None, timeout: float = 10.0
+) -> RunMemory:
+    """Run `elf` unchanged under the board's QEMU machine until it exits or `timeout`
+    seconds pass, with the main stack painted first, and read the core's writable memories
+    at the end (`target_memory`)."""
+    if board.run.qemu is None:
+        raise InputError(f"board {board.name} does not run under QEMU", key="--run")
+    chosen = _core(board, core)
+    main = _main_context(board, chosen)
+    paints = []
+    top = _initial_stack_pointer(Image.from_file(elf), chosen)
+    budget = main.stack_budget() if main is not None else None
+    if top is not None and budget is not None:
+        paints.append(Paint(top - budget, budget, FILL))
+    areas = [
+        (memory.address_for(chosen.name), memory.size)
+        for memory in board.memories.values()
+        if memory.writable() and chosen.name in memory.access
+    ]
+    return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout)
+
+
+def _main_context(board: Board, core: Core) -> Context | None:
+    for context in board.contexts.values():
+        if context.core == core.name and context.kind == "thread":
+            return context
+    return None
+
+
+def _initial_stack_pointer(image: Image, core: Core) -> int | None:
+    """The main stack's top: the first word of the vector table the core boots from."""
+    data = image.read(core.boot, 4)
+    return None if data is None else int.from_bytes(data, "little")
+
+
+def _marks(
+    image: Image, board: Board, core: Core, contexts: Sequence[Context], run: RunMemory
+) -> dict[str, int]:
+    """Each stack's high-water mark in the run: the main stack's from the paint, each
+    task's from its RTOS's fill, found through the RTOS's task lists."""
+    marks: dict[str, int] = {}
+    main = _main_context(board, core)
+    top = _initial_stack_pointer(image, core)
+    budget = main.stack_budget() if main is not None else None
+    if main is not None and top is not None and budget is not None:
+        left = untouched(run, top - budget, budget)
+        if left is not None:
+            marks[main.name] = budget - left
+    if core.rtos == "freertos":
+        stacks = task_stacks(image, run, layout_of(image.path))
+        for context in contexts:
+            budget = context.stack_budget()
+            low = stacks.get(context.task or "") if context.kind == "task" else None
+            left = untouched(run, low, budget) if low is not None and budget else None
+            if left is not None and budget is not None:
+                marks[context.name] = budget - left
+    return marks
 
 
 def _core(board: Board, name: str | None) -> Core:

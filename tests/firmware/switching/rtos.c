@@ -1,0 +1,225 @@
+/* A small RTOS of our own that switches tasks the way FreeRTOS's Cortex-M3 port does, with
+ * FreeRTOS's names and layout for what a debugger reads: task control blocks (TCB_t) with
+ * pxTopOfStack, the two list items, uxPriority, pxStack and pcTaskName, in the ready lists
+ * pxReadyTasksLists and the delayed and suspended lists, and pxCurrentTCB. PendSV saves
+ * r4-r11 on the task's stack under the exception frame; the scheduler start resets the main
+ * stack pointer from the vector table; each new stack is filled with 0xA5 and a task starts
+ * one word below its top, aligned down to 8. memplace did not generate it: `memplace stacks
+ * --run` finds its task stacks through these lists while it runs. */
+#include <stdint.h>
+
+#define configMAX_PRIORITIES 2
+#define configMAX_TASK_NAME_LEN 16
+#define tskSTACK_FILL_BYTE 0xA5u
+
+typedef struct xLIST_ITEM {
+    uint32_t xItemValue;
+    struct xLIST_ITEM *pxNext;
+    struct xLIST_ITEM *pxPrevious;
+    void *pvOwner;
+    void *pvContainer;
+} ListItem_t;
+
+typedef struct xMINI_LIST_ITEM {
+    uint32_t xItemValue;
+    struct xLIST_ITEM *pxNext;
+    struct xLIST_ITEM *pxPrevious;
+} MiniListItem_t;
+
+typedef struct xLIST {
+    volatile uint32_t uxNumberOfItems;
+    ListItem_t *pxIndex;
+    MiniListItem_t xListEnd;
+} List_t;
+
+typedef struct tskTaskControlBlock {
+    volatile uint32_t *pxTopOfStack;
+    ListItem_t xStateListItem;
+    ListItem_t xEventListItem;
+    uint32_t uxPriority;
+    uint32_t *pxStack;
+    char pcTaskName[configMAX_TASK_NAME_LEN];
+} TCB_t;
+
+List_t pxReadyTasksLists[configMAX_PRIORITIES];
+List_t xDelayedTaskList1;
+List_t xDelayedTaskList2;
+List_t xSuspendedTaskList;
+TCB_t *volatile pxCurrentTCB;
+
+static void vListInitialise(List_t *list)
+{
+    list->uxNumberOfItems = 0u;
+    list->pxIndex = (ListItem_t *)&list->xListEnd;
+    list->xListEnd.xItemValue = 0xFFFFFFFFu;
+    list->xListEnd.pxNext = (ListItem_t *)&list->xListEnd;
+    list->xListEnd.pxPrevious = (ListItem_t *)&list->xListEnd;
+}
+
+static void vListInsertEnd(List_t *list, ListItem_t *item)
+{
+    ListItem_t *end = (ListItem_t *)&list->xListEnd;
+    item->pxNext = end;
+    item->pxPrevious = end->pxPrevious;
+    end->pxPrevious->pxNext = item;
+    end->pxPrevious = item;
+    item->pvContainer = list;
+    list->uxNumberOfItems++;
+}
+
+static void prvTaskExitError(void)
+{
+    for (;;) {
+    }
+}
+
+void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, uint32_t *stack,
+                       TCB_t *tcb)
+{
+    for (uint32_t i = 0u; i < words * 4u; i++) {
+        ((volatile uint8_t *)stack)[i] = tskSTACK_FILL_BYTE;
+    }
+    for (uint32_t i = 0u; i < configMAX_TASK_NAME_LEN - 1u && name[i]; i++) {
+        tcb->pcTaskName[i] = name[i];
+    }
+    tcb->pxStack = stack;
+    tcb->uxPriority = 1u;
+    uint32_t *top = (uint32_t *)(((uintptr_t)&stack[words - 1u]) & ~(uintptr_t)7u);
+    *--top = 0x01000000u;               /* xPSR: Thumb */
+    *--top = (uint32_t)(uintptr_t)code; /* PC */
+    *--top = (uint32_t)(uintptr_t)prvTaskExitError; /* LR */
+    top -= 5;                           /* r12, r3, r2, r1 */
+    *top = 0u;                          /* r0: the task's argument */
+#if defined(__ARM_FP)
+    *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
+#endif
+    top -= 8;                           /* r4-r11 */
+    tcb->pxTopOfStack = top;
+    tcb->xStateListItem.pvOwner = tcb;
+    vListInsertEnd(&pxReadyTasksLists[1], &tcb->xStateListItem);
+    if (pxCurrentTCB == 0) {
+        pxCurrentTCB = tcb;
+    }
+}
+
+/* Round robin over the ready list of priority 1. */
+void vTaskSwitchContext(void)
+{
+    ListItem_t *next = pxCurrentTCB->xStateListItem.pxNext;
+    if (next == (ListItem_t *)&pxReadyTasksLists[1].xListEnd) {
+        next = next->pxNext;
+    }
+    pxCurrentTCB = next->pvOwner;
+}
+
+void taskYIELD(void)
+{
+    *(volatile uint32_t *)0xE000ED04u = 1u << 28; /* ICSR.PENDSVSET */
+    __asm volatile("dsb\nisb" ::: "memory");
+}
+
+#if defined(__ARM_FP)
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r0, psp\n"
+                   "isb\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r2, [r3]\n"
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vstmdbeq r0!, {s16-s31}\n"
+                   "stmdb r0!, {r4-r11, lr}\n"
+                   "str r0, [r2]\n"
+                   "push {r0, r3}\n"
+                   "bl vTaskSwitchContext\n"
+                   "pop {r0, r3}\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r4-r11, lr}\n"
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vldmiaeq r0!, {s16-s31}\n"
+                   "msr psp, r0\n"
+                   "isb\n"
+                   "bx lr\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r4-r11, lr}\n"
+                   "msr psp, r0\n"
+                   "bx lr\n");
+}
+#else
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r0, psp\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r2, [r3]\n"
+                   "stmdb r0!, {r4-r11}\n"
+                   "str r0, [r2]\n"
+                   "push {r3, lr}\n"
+                   "bl vTaskSwitchContext\n"
+                   "pop {r3, lr}\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r4-r11}\n"
+                   "msr psp, r0\n"
+                   "bx lr\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r4-r11}\n"
+                   "msr psp, r0\n"
+                   "mov lr, #0xfffffffd\n"
+                   "bx lr\n");
+}
+#endif
+
+__attribute__((naked, noinline)) void prvPortStartFirstTask(void)
+{
+    __asm volatile("ldr r0, =0xE000ED08\n"
+                   "ldr r0, [r0]\n"
+                   "ldr r0, [r0]\n"
+                   "msr msp, r0\n"
+                   "cpsie i\n"
+                   "dsb\n"
+                   "isb\n"
+                   "svc 0\n"
+                   "b .\n");
+}
+
+void vTaskStartScheduler(void)
+{
+    *(volatile uint32_t *)0xE000ED20u |= 0xFFu << 16; /* SHPR3: PendSV at the lowest priority */
+    prvPortStartFirstTask();
+}
+
+/* As FreeRTOS counts it: the bytes at the low end of a task's stack that still hold the
+ * fill, in words. */
+uint32_t uxTaskGetStackHighWaterMark(TCB_t *tcb)
+{
+    const volatile uint8_t *byte = (const volatile uint8_t *)tcb->pxStack;
+    uint32_t count = 0u;
+    while (byte[count] == tskSTACK_FILL_BYTE) {
+        count++;
+    }
+    return count / 4u;
+}
+
+void vInitialiseLists(void)
+{
+    for (uint32_t i = 0u; i < configMAX_PRIORITIES; i++) {
+        vListInitialise(&pxReadyTasksLists[i]);
+    }
+    vListInitialise(&xDelayedTaskList1);
+    vListInitialise(&xDelayedTaskList2);
+    vListInitialise(&xSuspendedTaskList);
+}

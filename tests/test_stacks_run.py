@@ -1,0 +1,132 @@
+"""`memplace stacks --run`: marks from a run of the firmware, unchanged, under QEMU.
+
+The firmware (tests/firmware/switching) switches tasks as FreeRTOS's Cortex-M3 and
+Cortex-M4F ports do, with FreeRTOS's task lists and control blocks, and prints, as
+`uxTaskGetStackHighWaterMark` counts it, how much of the deep task's stack was never
+touched. That task yields at its deepest frame, so a context switch stacks its frame and
+r4-r11 right below it; on the Cortex-M4F, with a live floating-point context, the extended
+frame and s16-s31 too."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from memplace import process
+from memplace.cli import main
+
+pytestmark = pytest.mark.qemu
+
+SOURCES = Path(__file__).parent / "firmware" / "switching"
+CORES = {
+    # board: the compiler's flags for its core
+    "qemu-mps2-an385": ["-mcpu=cortex-m3", "-mthumb"],
+    "qemu-mps2-an386": ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
+}
+FLAGS = ["-O1", "-g", "-ffreestanding"]
+BOARD = """\
+memplace: board/v1
+extends: BASE
+name: switching
+cores:
+  cpu0: {rtos: freertos}
+contexts:
+  deep:    {core: cpu0, kind: task, entry: vDeepTask, task: Deep, stack: {size: 512}}
+  shallow: {core: cpu0, kind: task, entry: vShallowTask, task: Shallow, stack: {size: 512}}
+  pendsv:  {core: cpu0, kind: isr, entry: xPortPendSVHandler, priority: 255}
+  svc:     {core: cpu0, kind: isr, entry: vPortSVCHandler, priority: 0}
+"""
+
+
+@pytest.fixture(scope="module", params=sorted(CORES))
+def base(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def firmware(tmp_path_factory: pytest.TempPathFactory, base: str) -> Path:
+    build = tmp_path_factory.mktemp("switching") / "build"
+    build.mkdir()
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    flags = [*CORES[base], *FLAGS]
+    objects = []
+    for name in ("rtos", "app", "startup"):
+        objects.append(str(build / f"{name}.o"))
+        argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
+        assert (
+            process.run([*argv, str(SOURCES / f"{name}.c"), "-o", objects[-1]], 120).returncode == 0
+        )
+    elf = build / "switching.elf"
+    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld"), *objects, "-o", str(elf)]
+    assert process.run(argv, timeout=120).returncode == 0
+    return elf
+
+
+@pytest.fixture
+def board(tmp_path: Path, base: str) -> Path:
+    path = tmp_path / "board.yaml"
+    path.write_text(BOARD.replace("BASE", base))
+    return path
+
+
+def test_marks_are_read_from_the_running_firmware(
+    firmware: Path, board: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    console = tmp_path / "console.txt"
+    argv = ["stacks", str(firmware), "--board", str(board), "--run", "--timeout", "1"]
+    assert main([*argv, "--console", str(console)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("run: stopped after 1 s and read; console: ")
+    words = re.findall(r"Deep high water mark: (\d+) words", console.read_text())
+    assert words, "the firmware reported no mark"
+    assert main([*argv, "--json"]) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    deep = stacks["deep"]
+    # The firmware's own count (untouched words at the low end) gives the same mark.
+    assert deep["measured"] == 512 - 4 * int(words[-1])
+    for name in ("main", "deep", "shallow"):
+        stack = stacks[name]
+        assert 0 < stack["measured"] <= stack["static_bound"], name
+    # Where no recursion or hinted call inflates it, the bound is close to the use: the
+    # deep task yields at its deepest frame with what its port saves (on the Cortex-M4F,
+    # with its floating-point context live).
+    assert deep["static_bound"] <= 1.5 * deep["measured"]
+    switch = {"qemu-mps2-an385": 76, "qemu-mps2-an386": 216}[board_base(board)]
+    assert deep["interrupts"] == [{"context": switch_name(board), "bytes": switch}]
+
+
+def board_base(board: Path) -> str:
+    return board.read_text().split("extends: ")[1].split()[0]
+
+
+def switch_name(board: Path) -> str:
+    port = "ARM_CM3" if board_base(board) == "qemu-mps2-an385" else "ARM_CM4F"
+    return f"context switch (freertos {port})"
+
+
+def test_a_mark_above_its_bound_is_a_finding(
+    firmware: Path, base: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Told that the deep task's frames are smaller than they are, the bound falls below
+    # what the run measures: the analysis missed bytes, and the report says so.
+    (tmp_path / "board.yaml").write_text(BOARD.replace("BASE", base))
+    (tmp_path / "hints.yaml").write_text(
+        "memplace: stack_hints/v1\nframes:\n  - {function: deep, size: 8}\n"
+    )
+    argv = ["stacks", str(firmware), "--board", str(tmp_path / "board.yaml"), "--run"]
+    argv += ["--timeout", "1", "--stack-hints", str(tmp_path / "hints.yaml"), "--json"]
+    assert main(argv) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [(f["check"], f["subject"]) for f in findings] == [("stack-analysis", "deep")]
+
+
+def test_run_needs_a_board_that_runs_under_qemu(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "board.yaml"
+    path.write_text("memplace: board/v1\nextends: stm32f746\nname: on-the-bench\n")
+    assert main(["stacks", str(firmware), "--board", str(path), "--run"]) == 2
+    assert "--run: board on-the-bench does not run under QEMU" in capsys.readouterr().err
