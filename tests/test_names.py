@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memplace import resources
 from memplace.cli import main
 
 EXTENDS = "memplace: board/v1\nextends: qemu-mps3-an547\nname: named\n"
@@ -80,8 +81,9 @@ def test_board_names_the_output_cannot_hold(
         ),
         (
             ["{name: dtcm_ws, size: 64, live: 0}"],
-            "w.yaml:4:12: dtcm_ws.name: buffer 'dtcm_ws' and pool 'dtcm_ws' would give the "
-            "generated project the same name (DTCM_WS)",
+            "w.yaml:4:12: dtcm_ws.name: buffer 'dtcm_ws' and pool 'dtcm_ws' "
+            "(BOARDS/qemu-mps3-an547.yaml:33:3) would give the generated project the same "
+            "name (DTCM_WS)",
         ),
         (
             ["{name: stack_main, size: 64, live: 0}"],
@@ -101,7 +103,8 @@ def test_workload_names_the_output_cannot_hold(
 ) -> None:
     work = "memplace: workload/v1\nname: w\nbuffers:\n" + "".join(f"  - {b}\n" for b in buffers)
     err = _error(capsys, tmp_path, EXTENDS, work)
-    assert message in err
+    boards = str(resources.bundled_boards()["qemu-mps3-an547"].parent)
+    assert message.replace("BOARDS", boards) in err
 
 
 @pytest.mark.qemu

@@ -285,6 +285,8 @@ class Pool:
     kind: str
     size: int
     address: int
+    mark: Mark | None = field(default=None, compare=False, repr=False)
+    """Where the board file declares the pool, for errors about it."""
 
 
 @dataclass(frozen=True)
@@ -1344,7 +1346,8 @@ def _reserve(
                 # An open-ended pool shrinks to stay inside the memory after alignment.
                 size = min(size, cursor - start) if area.size is None else size
                 pool = area.pool
-                pool_result[pool.name] = Pool(pool.name, memory.name, pool.kind, size, start)
+                mark = pool.node.doc.key_mark(pool.node.path)
+                pool_result[pool.name] = Pool(pool.name, memory.name, pool.kind, size, start, mark)
             else:
                 stack_result[area.stack] = Stack(memory.name, size, start)
             cursor = start

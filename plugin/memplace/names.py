@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from memplace.errors import InputError
+from memplace.errors import InputError, Mark
 
 if TYPE_CHECKING:  # the loaders use the keyword checks: no import of them at run time
     from memplace.board import Board
@@ -205,44 +205,43 @@ def kind_problem(kind: str, name: str) -> str | None:
 
 def check_derived(board: Board, workload: Workload) -> None:
     """Refuse two things whose generated names would be the same (see the module doc)."""
-    seen: dict[str, str] = {}
-    blamed: dict[str, Buffer] = {}
-    for stem, owner, buffer in _stems(board, workload):
-        if stem in seen and seen[stem] != owner:
-            first, second = seen[stem], owner
-            where = blamed.get(stem)
-            place = f" ({where.mark('name')})" if where is not None and where.mark("name") else ""
-            message = (
-                f"{second} and {first}{place} would give the generated project the same "
-                f"name ({stem}); rename one of them"
-            )
-            if buffer is not None:
-                raise buffer.error("name", message)
-            raise InputError(message, key="name")
-        seen.setdefault(stem, owner)
+    seen: dict[str, tuple[str, Mark | None]] = {}
+    for stem, owner, buffer, mark in _stems(board, workload):
+        first, where = seen.setdefault(stem, (owner, mark))
+        if first == owner:
+            continue
+        place = f" ({where})" if where is not None else ""
+        message = (
+            f"{owner} and {first}{place} would give the generated project the same name "
+            f"({stem}); rename one of them"
+        )
         if buffer is not None:
-            blamed.setdefault(stem, buffer)
+            raise buffer.error("name", message)
+        raise InputError(message, mark, "name")
 
 
-def _stems(board: Board, workload: Workload) -> Iterator[tuple[str, str, Buffer | None]]:
-    """Each derived name's distinctive part, with who it comes from (and the buffer, for
-    its place in the workload file). Board parts come first, so a clash blames the
-    workload's buffer where there is one."""
+def _stems(
+    board: Board, workload: Workload
+) -> Iterator[tuple[str, str, Buffer | None, Mark | None]]:
+    """Each derived name's distinctive part, with who it comes from, the buffer (for its
+    place in the workload file) and where the board declares it. Board parts come first,
+    so a clash blames the workload's buffer where there is one."""
     for memory in board.memories:
-        yield f"region {memory}", f"memory {memory!r}", None
-    for pool in board.pools:
-        yield pool.upper(), f"pool {pool!r}", None
-        yield f"region pool_{pool}", f"pool {pool!r}", None
+        yield f"region {memory}", f"memory {memory!r}", None, None
+    for pool in board.pools.values():
+        owner = f"pool {pool.name!r}"
+        yield pool.name.upper(), owner, None, pool.mark
+        yield f"region pool_{pool.name}", owner, None, pool.mark
     for context in board.contexts.values():
         for label, _ in context.stacks():
             stack = label.removesuffix(".stack")
             c_name = stack.replace(".", "_")
             owner = f"stack {stack!r}"
-            yield f"STACK_{c_name.upper()}", owner, None
-            yield f"region stack_{c_name}", owner, None
-            yield f"symbol {c_name}", owner, None
+            yield f"STACK_{c_name.upper()}", owner, None, None
+            yield f"region stack_{c_name}", owner, None, None
+            yield f"symbol {c_name}", owner, None, None
     for buffer in workload.buffers:
         owner = f"buffer {buffer.name!r}"
-        yield buffer.name.upper(), owner, buffer
+        yield buffer.name.upper(), owner, buffer, buffer.mark("name")
         if buffer.scope.endswith(".stack") or buffer.scope == "local":
-            yield f"{buffer.name.upper()}_STACK", owner, buffer
+            yield f"{buffer.name.upper()}_STACK", owner, buffer, buffer.mark("name")
