@@ -177,22 +177,6 @@ def test_usage_errors(
     assert message in err
 
 
-def test_generated_projects_refuse_tasks_for_now(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "board.yaml").write_text(BOARD)
-    workload = tmp_path / "w.yaml"
-    workload.write_text(
-        "memplace: workload/v1\nname: w\nbuffers:\n  - {name: a, size: 64, live: 0}\n"
-    )
-    code = main(
-        ["generate", str(tmp_path / "board.yaml"), str(workload), "--out", str(tmp_path / "p")]
-    )
-    assert code == 2
-    assert "generated projects do not start RTOS tasks yet (rx, tx)" in capsys.readouterr().err
-    assert not (tmp_path / "p").exists()
-
-
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "verification.md"
 
 

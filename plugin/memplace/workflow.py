@@ -47,11 +47,11 @@ def generate(
     path relative to `out`, so the generated files name no absolute location."""
     check_derived(board, workload)
     tasks = [c.name for c in board.contexts.values() if c.kind == "task"]
-    if tasks:
+    if tasks and project_type == "exerciser":
         raise InputError(
-            f"generated projects do not start RTOS tasks yet ({', '.join(tasks)}); check an "
-            "RTOS firmware's stacks with `memplace stacks`",
-            key="contexts",
+            f"the exerciser does not start RTOS tasks ({', '.join(tasks)}): generate an app "
+            "or library project, whose RTOS creates them on the stacks memplace places",
+            key="--project-type",
         )
     result = plan(board, workload, algorithm=algorithm)
     if sources is not None and not sources.is_dir():

@@ -187,7 +187,7 @@ def project_context(
             if any(a["core"] == core for a in all_arenas)
         ],
         "placements": placements,
-        "stacks": [_stack(s) for s in plan.stacks],
+        "stacks": [_stack(s, board) for s in plan.stacks],
         "cores": [_core(board, plan, core, options, users) for core in board.cores.values()],
         "mailbox": mailbox(board, _reserved(board, plan)),
     }
@@ -362,8 +362,8 @@ def _core(
             }
             for p in foreign_pools
         ],
-        "stacks": [_stack(s) for s in stacks],
-        "threads": [_thread(plan, s, isrs, core) for s in stacks if s.thread is not None],
+        "stacks": [_stack(s, board) for s in stacks],
+        "threads": [_thread(plan, s, isrs, core, board) for s in stacks if s.thread is not None],
         "main_stack": main.name,
         "entry": entry,
         "isrs": [_isr(isr, core) for isr in isrs],
@@ -392,10 +392,15 @@ def _core(
     }
 
 
-def _stack(stack: StackUsage) -> dict[str, Any]:
+def _stack(stack: StackUsage, board: Board) -> dict[str, Any]:
     """A stack as the templates name it: `context` is the plan's label (`main.thread0`),
-    `name` the C identifier of its symbols, section and region (`main_thread0`)."""
+    `name` the C identifier of its symbols, section and region (`main_thread0`); for an
+    RTOS task's stack, `task` the name the RTOS gives the task and `entry` its function."""
+    owner = board.contexts[stack.owner]
+    is_task = owner.kind == "task" and stack.thread is None
     return {
+        "task": owner.task if is_task else None,
+        "entry": owner.entry if is_task else None,
         "context": stack.context,
         "name": stack.c_name,
         "budget": stack.budget,
@@ -408,12 +413,14 @@ def _stack(stack: StackUsage) -> dict[str, Any]:
     }
 
 
-def _thread(plan: Plan, stack: StackUsage, isrs: list[Context], core: Core) -> dict[str, Any]:
+def _thread(
+    plan: Plan, stack: StackUsage, isrs: list[Context], core: Core, board: Board
+) -> dict[str, Any]:
     """A worker thread the exerciser runs on its own stack, with the buffers planned there
     and the ICSR bits that raise the ISR contexts preempting its context (`isr_bits`)."""
     preempting = [_isr(isr, core) for isr in isrs if stack.owner in isr.preempts]
     return {
-        **_stack(stack),
+        **_stack(stack, board),
         "isrs": [isr["name"] for isr in preempting],
         "isr_bits": sum(1 << isr["icsr_bit"] for isr in preempting),
         "buffers": [

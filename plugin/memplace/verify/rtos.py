@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memplace.verify.stack import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
+from memplace.verify.cortexm import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
 
 
 @dataclass(frozen=True)

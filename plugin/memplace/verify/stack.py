@@ -38,20 +38,13 @@ from memplace.codegen.context import thread_function
 from memplace.errors import InputError, ToolError
 from memplace.project import Project
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
+from memplace.verify.cortexm import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
 from memplace.verify.frames import parse_objdump, read_frames
 from memplace.verify.hints import StackHints, unknown_function
 from memplace.verify.image import Image, LineTable
-from memplace.verify.report import Finding
+from memplace.verify.report import SWITCH, Finding
+from memplace.verify.rtos import port_for, task_switch_cost
 
-# Bytes an exception entry pushes: r0-r3, r12, lr, pc, xPSR; with an active floating-point
-# context also s0-s15, FPSCR (and VPR on Armv8.1-M) and a reserved word.
-EXCEPTION_FRAME = 32
-EXCEPTION_FRAME_FP = 104
-# The frame is 8-byte aligned on entry: up to one more word.
-ENTRY_ALIGNMENT = 4
-FPU_CPUS = frozenset(
-    ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")
-)
 OBJDUMP = "arm-none-eabi-objdump"
 OBJDUMP_TIMEOUT = 120.0
 
@@ -517,9 +510,13 @@ def _context_bound(
         findings += _problem_findings(stack.context, analysis, root, own)
     total = None if own.bytes is None else max(own.bytes, stack.planned)
     frame = exception_frame(core)
+    interrupts: list[tuple[str, int | None]] = []
+    if context.get("kind") == "task":
+        switch = _switch(core)  # what the RTOS's context switch leaves on its stack
+        interrupts.append(switch)
+        total = None if total is None else total + switch[1]
     own_stacks = {s.context for s in project.plan.stacks}
     levels: dict[int, list[int | None]] = {}
-    interrupts = []
     for name, other in contexts.items():
         if other.get("kind") != "isr" or stack.context not in landing.get(name, set()):
             continue
@@ -539,6 +536,13 @@ def _context_bound(
         interrupts=tuple(interrupts),
         findings=tuple(findings),
     )
+
+
+def _switch(core: Mapping[str, Any]) -> tuple[str, int]:
+    """How a task stack's report names its RTOS's context switch, and its bytes."""
+    cpu, float_abi = core.get("cpu", ""), core.get("float_abi", "soft")
+    port = port_for(str(core.get("rtos", "freertos")), cpu, float_abi)
+    return f"{SWITCH} ({port.rtos} {port.name})", task_switch_cost(port, cpu, float_abi)
 
 
 def _thread_bound(project: Project, stack: Any, image: Image, analysis: Analysis) -> ContextBound:
