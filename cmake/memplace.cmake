@@ -15,7 +15,9 @@
 # ${CMAKE_CURRENT_BINARY_DIR}/memplace-<target>), ALGORITHM, POOL_STORAGE (application: the
 # target defines the workspace pool arrays itself, with the <NAME>_<POOL>_ATTRIBUTES macros),
 # STACK_HINTS (files or bundled names for `memplace verify --stack-hints`, e.g. newlib-nano
-# for firmware that uses printf).
+# for firmware that uses printf), DEFER_CHECK (no check after the link: the target
+# <target>_memplace_check runs the firmware under QEMU with `memplace run`, then checks it
+# with the run's stack marks too; build it after the firmware, e.g. in CI).
 # The memplace command is MEMPLACE_EXECUTABLE (found on PATH when not set).
 
 include_guard(GLOBAL)
@@ -23,7 +25,7 @@ include_guard(GLOBAL)
 find_program(MEMPLACE_EXECUTABLE memplace)
 
 function(memplace_target)
-  cmake_parse_arguments(MP "" "TARGET;BOARD;WORKLOAD;CORE;OUTPUT_DIR;ALGORITHM;POOL_STORAGE"
+  cmake_parse_arguments(MP "DEFER_CHECK" "TARGET;BOARD;WORKLOAD;CORE;OUTPUT_DIR;ALGORITHM;POOL_STORAGE"
                         "STACK_HINTS" ${ARGN})
   foreach(required TARGET BOARD WORKLOAD)
     if(NOT MP_${required})
@@ -88,11 +90,23 @@ function(memplace_target)
   if(multi_config)
     string(APPEND objects "/$<CONFIG>")
   endif()
-  add_custom_command(TARGET ${MP_TARGET} POST_BUILD
-    COMMAND "${CMAKE_COMMAND}" -E copy "$<TARGET_FILE:${MP_TARGET}>"
-            "${MP_OUTPUT_DIR}/build/${MP_CORE}.elf"
-    COMMAND "${MEMPLACE_EXECUTABLE}" verify "${MP_OUTPUT_DIR}" --core ${MP_CORE}
-            --objects "${objects}" ${hints}
-    COMMENT "memplace: verifying ${MP_TARGET} against the plan"
-    VERBATIM)
+  set(verify "${MEMPLACE_EXECUTABLE}" verify "${MP_OUTPUT_DIR}" --core ${MP_CORE}
+      --objects "${objects}" ${hints})
+  set(copy "${CMAKE_COMMAND}" -E copy "$<TARGET_FILE:${MP_TARGET}>"
+      "${MP_OUTPUT_DIR}/build/${MP_CORE}.elf")
+  if(MP_DEFER_CHECK)
+    add_custom_command(TARGET ${MP_TARGET} POST_BUILD COMMAND ${copy} VERBATIM)
+    add_custom_target(${MP_TARGET}_memplace_check
+      COMMAND "${MEMPLACE_EXECUTABLE}" run "${MP_OUTPUT_DIR}"
+      COMMAND ${verify}
+      DEPENDS ${MP_TARGET}
+      COMMENT "memplace: running ${MP_TARGET} and checking it with the run's stack marks"
+      VERBATIM)
+  else()
+    add_custom_command(TARGET ${MP_TARGET} POST_BUILD
+      COMMAND ${copy}
+      COMMAND ${verify}
+      COMMENT "memplace: verifying ${MP_TARGET} against the plan"
+      VERBATIM)
+  endif()
 endfunction()

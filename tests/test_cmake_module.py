@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -183,6 +184,18 @@ def test_a_hint_bounds_the_users_vla_and_the_build_passes(
     assert stack["context"] == "main" and stack["path"][-2:] == ["main", "smooth"]
     # The hint's 64 bytes come on top of the frames of smooth (8) and main (16).
     assert stack["static_bound"] >= 64 + 8 + 16
+
+
+def test_a_deferred_check_runs_the_firmware_first(example: Example) -> None:
+    example.write(options="\n                DEFER_CHECK")
+    built = example.build_it()
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "verify:" not in built.stdout  # no check right after the link
+    checked = example.cmake("--build", str(example.build), "--target", "firmware_memplace_check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "run: passed" in checked.stdout
+    assert re.search(r"stack main: measured \d+ of \d+ bytes", checked.stdout)
+    assert "verify: ok" in checked.stdout
 
 
 def test_a_user_function_over_the_stack_budget_fails_the_build(example: Example) -> None:
