@@ -183,7 +183,7 @@ GUIDE = Path(__file__).resolve().parents[1] / "docs" / "verification.md"
 def _ci_section() -> str:
     text = GUIDE.read_text(encoding="utf-8")
     start = text.index("### Checking an existing FreeRTOS project in CI")
-    return text[start : text.index("\nNot done yet:", start)]
+    return text[start : text.index("\n#", start + 1)]
 
 
 def _blocks(section: str, language: str) -> list[str]:

@@ -545,7 +545,7 @@ def _run_line(run: RunMemory, timeout: float) -> str:
     ended = (
         f"stopped after {timeout:g} s and read"
         if run.exit_code is None
-        else f"exited with code {run.exit_code} (its memory cannot be read after an exit)"
+        else f"read at its exit (code {run.exit_code})"
     )
     shown = "".join(f"\n  | {line}" for line in lines[-20:])
     return f"run: {ended}; console: {len(lines)} lines{shown}"

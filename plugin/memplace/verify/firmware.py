@@ -26,7 +26,7 @@ from pathlib import Path
 
 from memplace.board import Board, Context, Core
 from memplace.errors import InputError
-from memplace.verify.freertos import FILL, layout_of, task_stacks, untouched
+from memplace.verify.freertos import FILL, layout_of, task_stacks, untouched, unused_words
 from memplace.verify.hints import StackHints
 from memplace.verify.image import Image
 from memplace.verify.report import SWITCH, Finding, Report, StackReport
@@ -40,7 +40,7 @@ from memplace.verify.stack import (
     image_graph,
     stack_findings,
 )
-from memplace.verify.target_memory import Paint, RunMemory, run_and_read
+from memplace.verify.target_memory import Paint, RunMemory, run_and_read, semihosting_calls
 
 
 def check_stacks(
@@ -105,16 +105,24 @@ def run_firmware(
     chosen = _core(board, core)
     main = _main_context(board, chosen)
     paints = []
-    top = _initial_stack_pointer(Image.from_file(elf), chosen)
+    image = Image.from_file(elf)
+    top = _initial_stack_pointer(image, chosen)
     budget = main.stack_budget() if main is not None else None
-    if top is not None and budget is not None:
+    # QEMU loads the image's sections, zero-filled ones too, and refuses a second write to
+    # the same bytes: a stack inside a section is left to the firmware's own startup code.
+    if top is not None and budget is not None and not _in_sections(image, top - budget, top):
         paints.append(Paint(top - budget, budget, FILL))
     areas = [
         (memory.address_for(chosen.name), memory.size)
         for memory in board.memories.values()
         if memory.writable() and chosen.name in memory.access
     ]
-    return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout)
+    calls = semihosting_calls(image)
+    return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout, calls)
+
+
+def _in_sections(image: Image, low: int, high: int) -> bool:
+    return any(s.address < high and low < s.end for s in image.sections if s.size)
 
 
 def _main_context(board: Board, core: Core) -> Context | None:
@@ -140,7 +148,7 @@ def _marks(
     top = _initial_stack_pointer(image, core)
     budget = main.stack_budget() if main is not None else None
     if main is not None and top is not None and budget is not None:
-        left = untouched(run, top - budget, budget)
+        left = unused_words(run, top - budget, budget)
         if left is not None:
             marks[main.name] = budget - left
     if core.rtos == "freertos":
@@ -248,11 +256,13 @@ def _main_bound(
     findings: list[Finding] = []
     own = _entry_bound(context, analysis, image, findings)
     root = analysis.graph.by_name.get(context.entry)
-    if own.bytes is not None and root is not None and _calls(analysis, image.entry, root):
-        # The reset handler's frame is under main's. (Not its other calls: the C library's
-        # start-up runs and returns before main, its indirect calls bounded by nothing.)
-        reset = analysis.graph.nodes[image.entry].name
-        own = Bound(own.bytes + analysis.frames[image.entry], (reset, *own.path))
+    below = _frames_below(analysis, image.entry, root) if root is not None else None
+    if own.bytes is not None and below is not None:
+        # The frames from the reset handler down to main are under main's. (Not their other
+        # calls: the C library's start-up runs and returns before main, its indirect calls
+        # bounded by nothing.)
+        path, extra = below
+        own = Bound(own.bytes + extra, (*path, *own.path))
     handlers, costs, handler_findings = nesting
     findings += [
         Finding(f.check, context.name, f.message, f.file, f.line) for f in handler_findings
@@ -266,9 +276,17 @@ def _main_bound(
     return ContextBound(context.name, total, own.path, costs, tuple(findings))
 
 
-def _calls(analysis: Analysis, caller: int, callee: int) -> bool:
-    """Whether `caller` calls `callee` directly."""
-    return any(target == callee for _, target in analysis.edges.get(caller, ()))
+def _frames_below(analysis: Analysis, entry: int, root: int) -> tuple[tuple[str, ...], int] | None:
+    """The functions on the shortest call path from the image's entry to `root`, and their
+    frames; None when the entry does not reach `root` (or is `root`)."""
+    if entry not in analysis.graph.nodes or entry == root:
+        return None
+    path = analysis.path_to(entry, root)
+    if len(path) < 2:
+        return None
+    names = path[:-1]
+    by_name = analysis.graph.by_name
+    return names, sum(analysis.frames[by_name[name]] for name in names if name in by_name)
 
 
 def _starts_scheduler(analysis: Analysis, core: Core) -> bool:

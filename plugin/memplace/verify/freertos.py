@@ -176,3 +176,20 @@ def untouched(memory: RunMemory, low: int, size: int, fill: int = FILL) -> int |
     while count < len(data) and data[count] == fill:
         count += 1
     return count
+
+
+def unused_words(memory: RunMemory, low: int, size: int, fill: int = FILL) -> int | None:
+    """Bytes at the low end of a painted stack that still hold a fill, word by word: the
+    one painted before the run, or the firmware's own (startup code that paints its stack
+    itself, such as memplace's 0x5A5AA5A5, paints over the first; the lowest word then holds
+    its pattern, as long as the stack never reached it). None when the run did not read
+    them."""
+    data = memory.read(low, size)
+    if data is None or len(data) < 4:
+        return None
+    ours = bytes([fill]) * 4
+    theirs = data[:4] if data[:4] != bytes(4) else ours
+    count = 0
+    while count + 4 <= len(data) and data[count : count + 4] in (ours, theirs):
+        count += 4
+    return count

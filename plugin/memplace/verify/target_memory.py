@@ -2,10 +2,16 @@
 
 Before the CPU starts, QEMU's generic loader writes a fill pattern over the areas to watch
 (`-device loader,file=F,addr=A`). The run goes on until the firmware exits or the time is
-up, which is normal for firmware that never exits (an RTOS). Then QEMU is stopped through
-QMP and the memories asked for are saved (`pmemsave`) and read back. The firmware's console
-(UART on QEMU's stdio, and semihosting) is kept. A firmware that exits ends QEMU at once
-(semihosting's exit call), so its memory cannot be read: `memory` is then empty.
+up, which is normal for firmware that never exits (an RTOS). Then the machine is stopped
+and the memories asked for are saved through QMP (`memsave`: as the CPU sees them, TCMs
+included) and read back. The firmware's console (UART on QEMU's stdio, and semihosting) is
+kept.
+
+Semihosting's exit call ends QEMU at once, so the run is held at it first: QEMU starts
+paused with its gdbstub, which gets a breakpoint on every semihosting call of the image
+(`bkpt 0xab`); at each, the call's number (r0) says whether it is the exit (then memory is
+read, and the exit code taken from the call) or anything else (then the call is stepped
+over and the run goes on).
 """
 
 from __future__ import annotations
@@ -64,12 +70,15 @@ def run_and_read(
     paints: Sequence[Paint],
     areas: Sequence[tuple[int, int]],
     timeout: float,
+    calls: Sequence[int] = (),
 ) -> RunMemory:
     """Run `elf` on QEMU's `machine` with `paints` applied, until it exits or `timeout`
-    seconds pass; then read `areas` ((address, size) each) of its memory."""
+    seconds pass; then read `areas` ((address, size) each) of its memory. `calls` are the
+    addresses of the image's semihosting calls (`semihosting_calls`)."""
     with tempfile.TemporaryDirectory(prefix="memplace-run-") as scratch:
         folder = Path(scratch)
         qmp = folder / "qmp.sock"
+        gdb = folder / "gdb.sock"
         argv = [
             process.find_tool(QEMU),
             "-M",
@@ -85,6 +94,9 @@ def run_and_read(
             str(elf),
             "-qmp",
             f"unix:{qmp},server=on,wait=off",
+            "-gdb",
+            f"unix:{gdb},server=on,wait=off",
+            "-S",
         ]
         for index, paint in enumerate(paints):
             pattern = folder / f"paint{index}.bin"
@@ -93,14 +105,128 @@ def run_and_read(
         running = process.start(argv)
         console = _Console(running.stdout)
         try:
-            code = running.wait(timeout)
-            memory: dict[int, bytes] = {}
-            if code is None:
+            stub = _Stub(gdb, time.monotonic() + QMP_TIMEOUT)
+            try:
+                code = stub.run(calls, time.monotonic() + timeout)
                 memory = _read(qmp, folder, areas)
+            finally:
+                stub.close()
         finally:
             running.stop()
             console.join()
     return RunMemory(code, console.text(), memory)
+
+
+SEMIHOSTING_CALL = b"\xab\xbe"
+"""`bkpt 0xab` in Thumb: the semihosting call of Arm's M profile."""
+SYS_EXIT = 0x18
+SYS_EXIT_EXTENDED = 0x20
+APPLICATION_EXIT = 0x20026
+"""ADP_Stopped_ApplicationExit: the reason code of a normal exit."""
+
+
+def semihosting_calls(image: Any) -> list[int]:
+    """Addresses of the `bkpt 0xab` instructions in an image's code."""
+    found = []
+    for function in image.iter_functions():
+        code = image.read(function.address, function.end - function.address) or b""
+        for offset in range(0, len(code) - 1, 2):
+            if code[offset : offset + 2] == SEMIHOSTING_CALL:
+                found.append(function.address + offset)
+    return sorted(set(found))
+
+
+class _Stub:
+    """Just enough of GDB's remote protocol to run to a semihosting exit, or to a time."""
+
+    def __init__(self, path: Path, deadline: float) -> None:
+        self.connection = socket.socket(socket.AF_UNIX)
+        while True:
+            try:
+                self.connection.connect(str(path))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ToolError("QEMU's gdbstub did not come up") from None
+                time.sleep(0.02)
+        self.connection.settimeout(QMP_TIMEOUT)
+        self.buffer = b""
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def run(self, calls: Sequence[int], deadline: float) -> int | None:
+        """Run until the image exits through semihosting (its exit code) or `deadline`
+        passes (None); the machine is left stopped."""
+        for address in calls:
+            self.ask(f"Z0,{address:x},2")
+        while True:
+            stop = self.go("c", deadline)
+            if stop is None:
+                return None
+            pc = self.register(15)
+            if pc not in calls:
+                if time.monotonic() >= deadline:
+                    return None
+                continue  # another stop (a breakpoint of the firmware's own): go on
+            call = self.register(0)
+            if call == SYS_EXIT:
+                return 0 if self.register(1) == APPLICATION_EXIT else 1
+            if call == SYS_EXIT_EXTENDED:
+                block = self.memory(self.register(1), 8)
+                reason, code = int.from_bytes(block[:4], "little"), block[4:]
+                return int.from_bytes(code, "little") if reason == APPLICATION_EXIT else 1
+            self.ask(f"z0,{pc:x},2")
+            self.go("s", deadline + QMP_TIMEOUT)
+            self.ask(f"Z0,{pc:x},2")
+
+    def go(self, command: str, deadline: float) -> str | None:
+        """Resume (`c`) or step (`s`); the stop reply, or None when `deadline` passed first
+        (the machine is then interrupted and stopped)."""
+        self.send(command)
+        while True:
+            self.connection.settimeout(max(0.01, min(0.5, deadline - time.monotonic())))
+            try:
+                return self.receive()
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    self.connection.settimeout(QMP_TIMEOUT)
+                    self.connection.sendall(b"\x03")
+                    self.receive()
+                    return None
+
+    def register(self, number: int) -> int:
+        """Core register `number` (r0-r15), from the whole register file (`g`)."""
+        data = self.ask("g")
+        return int.from_bytes(bytes.fromhex(data[number * 8 : number * 8 + 8]), "little")
+
+    def memory(self, address: int, size: int) -> bytes:
+        return bytes.fromhex(self.ask(f"m{address:x},{size:x}"))
+
+    def ask(self, command: str) -> str:
+        self.send(command)
+        return self.receive()
+
+    def send(self, command: str) -> None:
+        checksum = sum(command.encode()) % 256
+        self.connection.sendall(f"${command}#{checksum:02x}".encode())
+
+    def receive(self) -> str:
+        """The next packet's data (acknowledged); acks and notifications are skipped."""
+        while True:
+            start = self.buffer.find(b"$")
+            end = self.buffer.find(b"#", start) if start >= 0 else -1
+            if start >= 0 and end >= 0 and len(self.buffer) >= end + 3:
+                data = self.buffer[start + 1 : end].decode("ascii", errors="replace")
+                self.buffer = self.buffer[end + 3 :]
+                self.connection.sendall(b"+")
+                if data.startswith("O") and data != "OK":
+                    continue  # console output the stub forwards
+                return data
+            chunk = self.connection.recv(65536)
+            if not chunk:
+                raise ToolError("QEMU's gdbstub closed the connection")
+            self.buffer += chunk
 
 
 class _Console:
@@ -135,7 +261,7 @@ def _read(qmp: Path, folder: Path, areas: Sequence[tuple[int, int]]) -> dict[int
         memory = {}
         for index, (address, size) in enumerate(areas):
             saved = folder / f"area{index}.bin"
-            _ask(stream, "pmemsave", val=address, size=size, filename=str(saved))
+            _ask(stream, "memsave", val=address, size=size, filename=str(saved))
             memory[address] = saved.read_bytes()
         return memory
 

@@ -86,9 +86,48 @@ static uint32_t deep_stack[128];
 static uint32_t shallow_stack[128];
 static TCB_t shallow_tcb;
 
+/* The tick, at the kernel's (lowest) priority as FreeRTOS sets it, with a frame of its own;
+ * and a device interrupt, the MPS2's timer 0, at a more urgent priority: it can nest over
+ * the tick, on the main stack. */
+volatile uint32_t ticks;
+
+__attribute__((noinline)) static void tick_work(uint32_t n)
+{
+    volatile uint8_t frame[48];
+    frame[n % sizeof frame] = (uint8_t)n;
+    ticks += frame[0];
+}
+
+void xPortSysTickHandler(void) { tick_work(ticks); }
+
+__attribute__((noinline)) static void timer_work(uint32_t n)
+{
+    volatile uint8_t frame[80];
+    frame[n % sizeof frame] = (uint8_t)n;
+    sink += frame[1];
+}
+
+void TIMER0_Handler(void)
+{
+    *(volatile uint32_t *)0x4000000Cu = 1u; /* INTCLEAR */
+    timer_work(sink);
+}
+
+static void start_interrupts(void)
+{
+    *(volatile uint32_t *)0xE000ED20u |= 0xFFu << 24;   /* SHPR3: SysTick lowest */
+    *(volatile uint8_t *)(0xE000E400u + 8u) = 0x40u;    /* NVIC_IPR: timer 0 more urgent */
+    *(volatile uint32_t *)0xE000E100u = 1u << 8;        /* NVIC_ISER0: timer 0 on */
+    *(volatile uint32_t *)0x40000008u = 3331u;          /* timer 0: RELOAD */
+    *(volatile uint32_t *)0x40000000u = 1u | (1u << 3); /* timer 0: enable, interrupt */
+    *(volatile uint32_t *)0xE000E014u = 2499u;          /* SysTick: RVR */
+    *(volatile uint32_t *)0xE000E010u = 7u;             /* SysTick: on, interrupt, core clock */
+}
+
 int main(void)
 {
     vInitialiseLists();
+    start_interrupts();
     xTaskCreateStatic(vDeepTask, "Deep", 128u, deep_stack, &deep_tcb);
     xTaskCreateStatic(vShallowTask, "Shallow", 128u, shallow_stack, &shallow_tcb);
     vTaskStartScheduler();

@@ -5,7 +5,9 @@
  * r4-r11 on the task's stack under the exception frame; the scheduler start resets the main
  * stack pointer from the vector table; each new stack is filled with 0xA5 and a task starts
  * one word below its top, aligned down to 8. memplace did not generate it: `memplace stacks
- * --run` finds its task stacks through these lists while it runs. */
+ * --run` finds its task stacks through these lists while it runs. A tick (SysTick) and a
+ * device interrupt (the MPS2 timer 0, more urgent, nesting over the tick) run on the main
+ * stack. */
 #include <stdint.h>
 
 #define configMAX_PRIORITIES 2

@@ -6,6 +6,8 @@ extern uint32_t __stack_top, __data_load, __data_start, __data_end, __bss_start,
 int main(void);
 void xPortPendSVHandler(void);
 void vPortSVCHandler(void);
+void xPortSysTickHandler(void);
+void TIMER0_Handler(void);
 
 void Reset_Handler(void)
 {
@@ -31,12 +33,14 @@ void Default_Handler(void)
     }
 }
 
-__attribute__((section(".vectors"), used)) void (*const vectors[16])(void) = {
+__attribute__((section(".vectors"), used)) void (*const vectors[16 + 9])(void) = {
     [0] = (void (*)(void))&__stack_top,
     [1] = Reset_Handler,
     [2 ... 10] = Default_Handler,
     [11] = vPortSVCHandler,
     [12 ... 13] = Default_Handler,
     [14] = xPortPendSVHandler,
-    [15] = Default_Handler,
+    [15] = xPortSysTickHandler,
+    [16 ... 23] = Default_Handler,
+    [16 + 8] = TIMER0_Handler, /* the CMSDK timer 0 of the MPS2: device interrupt 8 */
 };
