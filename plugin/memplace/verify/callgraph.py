@@ -141,6 +141,20 @@ class Node:
 class CallGraph:
     nodes: Mapping[int, Node]
     by_name: Mapping[str, int]  # every name of every function → its address
+    floating: frozenset[int] = frozenset()  # functions with floating-point instructions
+
+    def reaches_floating(self, root: int, edges: Mapping[int, Iterable[tuple[int, int]]]) -> bool:
+        """Whether `root` or any function it calls (along `edges`) uses the FPU."""
+        seen, todo = {root}, [root]
+        while todo:
+            at = todo.pop()
+            if at in self.floating:
+                return True
+            for _, target in edges.get(at, ()):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return False
 
     def node(self, name: str) -> Node | None:
         address = self.by_name.get(name)

@@ -300,7 +300,9 @@ def _task_bound(context: Context, core: Core, analysis: Analysis, image: Image) 
     findings: list[Finding] = []
     own = _entry_bound(context, analysis, image, findings)
     port = port_for(core.rtos, core.cpu, core.float_abi)
-    switch = task_switch_cost(port, core.cpu, core.float_abi)
+    root = analysis.graph.by_name.get(context.entry)
+    uses_fpu = root is None or analysis.graph.reaches_floating(root, analysis.edges)
+    switch = task_switch_cost(port, core.cpu, core.float_abi, uses_fpu)
     total = None if own.bytes is None else own.bytes + switch
     switched = ((f"{SWITCH} ({port.rtos} {port.name})", switch),)
     return ContextBound(context.name, total, own.path, switched, tuple(findings))

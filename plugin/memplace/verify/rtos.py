@@ -62,9 +62,10 @@ def port_for(rtos: str, cpu: str, float_abi: str) -> Port:
     return PORTS[(rtos, name)]
 
 
-def task_switch_cost(port: Port, cpu: str, float_abi: str) -> int:
+def task_switch_cost(port: Port, cpu: str, float_abi: str, uses_fpu: bool = True) -> int:
     """Bytes a context switch can leave on a task's stack beyond its own frames: the
-    extended frame and the floating-point registers wherever the task may use the FPU."""
-    floating = float_abi != "soft" and cpu in FPU_CPUS
+    extended frame and the floating-point registers where the task may use the FPU (on a
+    core that has one, unless its code holds no floating-point instruction)."""
+    floating = uses_fpu and float_abi != "soft" and cpu in FPU_CPUS
     frame = (EXCEPTION_FRAME_FP if floating else EXCEPTION_FRAME) + ENTRY_ALIGNMENT
     return frame + port.saved + (port.saved_fp if floating else 0) + port.top_slack

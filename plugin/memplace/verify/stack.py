@@ -27,8 +27,8 @@ from __future__ import annotations
 import bisect
 import struct
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from memplace.errors import InputError, ToolError
 from memplace.project import Project
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
 from memplace.verify.cortexm import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
-from memplace.verify.frames import parse_objdump, read_frames
+from memplace.verify.frames import Instruction, parse_objdump, read_frames
 from memplace.verify.hints import StackHints, unknown_function
 from memplace.verify.image import Image, LineTable
 from memplace.verify.report import SWITCH, Finding
@@ -402,10 +402,24 @@ def image_graph(image: Image, su_files: Iterable[Path], ci_files: Iterable[Path]
         data = image.read(address, 4)
         return None if data is None else int(struct.unpack("<I", data)[0])
 
-    frames = read_frames(image.iter_functions(), parse_objdump(result.output), read_word)
+    instructions = parse_objdump(result.output)
+    frames = read_frames(image.iter_functions(), instructions, read_word)
     units = [parse_ci(_read(p), str(p)) for p in ci_files]
     su = [f for p in su_files for f in parse_su(_read(p))]
-    return merge(frames, units, su, LineTable(image.path))
+    graph = merge(frames, units, su, LineTable(image.path))
+    return replace(graph, floating=_floating(image, instructions))
+
+
+def _floating(image: Image, instructions: Sequence[Instruction]) -> frozenset[int]:
+    """The functions whose code holds a floating-point instruction (VFP: `v...`)."""
+    starts = [i.address for i in instructions]
+    found = set()
+    for function in image.iter_functions():
+        first = bisect.bisect_left(starts, function.address)
+        last = bisect.bisect_left(starts, function.end)
+        if any(i.mnemonic.startswith("v") and not i.is_data for i in instructions[first:last]):
+            found.add(function.address)
+    return frozenset(found)
 
 
 def gcc_reports(
