@@ -177,6 +177,18 @@ def test_usage_errors(
     assert message in err
 
 
+def test_a_board_of_several_cores_needs_the_firmwares_core(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = "memplace: board/v1\nextends: qemu-mps2-an521\nname: two-cores\n"
+    code, _, err = _stacks(capsys, tmp_path, board, str(firmware))
+    assert code == 2
+    assert err.strip() == (
+        "memplace: error: --core: board two-cores has several cores; name the firmware's "
+        "with --core (cpu0, cpu1)"
+    )
+
+
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "verification.md"
 
 
