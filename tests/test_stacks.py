@@ -1,5 +1,5 @@
 """`memplace stacks`: stack budgets of firmware memplace did not generate, from its ELF and
-GCC's reports alone. The firmware (tests/firmware/rtos) is shaped like a FreeRTOS
+GCC's reports alone. The firmware (examples/rtos-stacks) is shaped like a FreeRTOS
 application on the MPS2 AN385 (Cortex-M3): tasks of known depth, two handlers of different
 priorities, and a scheduler start that resets the main stack pointer."""
 
@@ -20,7 +20,7 @@ import yaml
 from memplace import process
 from memplace.cli import main
 
-SOURCES = Path(__file__).parent / "firmware" / "rtos"
+SOURCES = Path(__file__).resolve().parents[1] / "examples" / "rtos-stacks"
 FLAGS = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
 BOARD = """\
 memplace: board/v1
@@ -205,6 +205,7 @@ def _blocks(section: str, language: str) -> list[str]:
 def test_the_ci_section_runs_as_written(tmp_path: Path) -> None:
     section = _ci_section()
     board, github, gitlab = (yaml.safe_load(block) for block in _blocks(section, "yaml"))
+    assert board == yaml.safe_load((SOURCES / "board.yaml").read_text())  # the example's own
     (commands,) = _blocks(section, "sh")
     for name in ("tasks.c", "startup.c", "link.ld", "Makefile"):
         shutil.copy(SOURCES / name, tmp_path / name)
