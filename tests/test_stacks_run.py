@@ -157,3 +157,39 @@ def test_firmware_that_exits_is_read_at_its_exit(
     reported = re.search(r"memplace: stack main used (\d+) budget", out)
     assert reported is not None
     assert f"stack main: measured {reported[1]} of 16384 bytes" in out
+
+
+FAULTS = """\
+void reset(void) { for (;;) { } }
+__attribute__((section(".vectors"), used)) void (*const vectors[2])(void) = {
+    (void (*)(void))0x20001000, reset};
+"""
+
+
+def test_firmware_qemu_cannot_run_is_a_tool_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Linked where the AN385 has no memory: the core locks up at its first fetch.
+    (tmp_path / "far.c").write_text(FAULTS)
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    argv = [gcc, "-mcpu=cortex-m3", "-mthumb", "-nostdlib", "-fstack-usage", "-Wl,-e,reset"]
+    argv += ["-Wl,--section-start=.vectors=0xF0000000", "-Wl,-Ttext=0xF0000100"]
+    argv += ["-o", str(tmp_path / "far.elf"), str(tmp_path / "far.c")]
+    assert process.run(argv, timeout=60, cwd=tmp_path).returncode == 0
+    code = main(["stacks", str(tmp_path / "far.elf"), "--board", "qemu-mps2-an385", "--run"])
+    assert code == 3
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memplace: error: QEMU ended the run: qemu: fatal: Lockup")
+
+
+def test_a_failing_exit_is_a_finding(built_demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The AN547 exerciser on the AN385 faults at once and exits with 125.
+    elf = built_demo / "build" / "cpu0.elf"
+    argv = ["stacks", str(elf), "--board", "qemu-mps2-an385", "--objects", str(built_demo)]
+    assert main([*argv, "--run", "--json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert {
+        "check": "run",
+        "subject": "exit",
+        "message": "the firmware exited with code 125",
+    } in findings

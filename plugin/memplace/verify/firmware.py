@@ -91,6 +91,8 @@ def check_stacks(
                 interrupts=bound.interrupts,
             )
         )
+    if run is not None and run.exit_code not in (None, 0):
+        findings.append(Finding("run", "exit", f"the firmware exited with code {run.exit_code}"))
     return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
 
 

@@ -105,10 +105,12 @@ def run_and_read(
         running = process.start(argv)
         console = _Console(running.stdout)
         try:
-            stub = _Stub(gdb, time.monotonic() + QMP_TIMEOUT)
+            stub = _stub(gdb, running, console)
             try:
                 code = stub.run(calls, time.monotonic() + timeout)
                 memory = _read(qmp, folder, areas)
+            except (ToolError, OSError) as exc:
+                raise ToolError(f"QEMU ended the run: {_said(running, console) or exc}") from exc
             finally:
                 stub.close()
         finally:
@@ -134,6 +136,26 @@ def semihosting_calls(image: Any) -> list[int]:
             if code[offset : offset + 2] == SEMIHOSTING_CALL:
                 found.append(function.address + offset)
     return sorted(set(found))
+
+
+def _stub(path: Path, running: process.Running, console: _Console) -> _Stub:
+    """The gdbstub of a QEMU that just started; QEMU's own words when it ended instead."""
+    deadline = time.monotonic() + QMP_TIMEOUT
+    while not path.exists():
+        if running.poll() is not None or time.monotonic() > deadline:
+            said = _said(running, console)
+            raise ToolError(f"QEMU did not start the firmware: {said or 'no output'}")
+        time.sleep(0.02)
+    return _Stub(path, deadline)
+
+
+def _said(running: process.Running, console: _Console) -> str:
+    """The first line QEMU printed as it ended (its fatal error), once it has ended."""
+    running.stop()
+    console.join()
+    lines = [line.strip() for line in console.text().splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith("qemu")]
+    return (fatal or lines[-1:] or [""])[0][:300]
 
 
 class _Stub:
