@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from memplace import workflow  # noqa: E402
 from memplace.board import load_board  # noqa: E402
 from memplace.build import build  # noqa: E402
+from memplace.importers import load_workload  # noqa: E402
 from memplace.project import Project  # noqa: E402
 from memplace.verify import verify  # noqa: E402
-from memplace.workload import load_workload  # noqa: E402
 from test_stack_soundness import PROGRAMS, build_program, hints_for  # noqa: E402
 
 PUNCOVER = "puncover==0.8.0"

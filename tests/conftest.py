@@ -17,10 +17,12 @@ import yaml
 from memplace import resources
 from memplace.board import Board, Pool, load_board
 from memplace.build import build
+from memplace.cli import main
 from memplace.codegen import render
+from memplace.importers import load_workload
 from memplace.planner import Plan, plan
 from memplace.project import write_project
-from memplace.workload import Workload, load_workload
+from memplace.workload import Workload
 
 DEFAULT_BOARD = "qemu-mps3-an547"
 
@@ -148,3 +150,11 @@ def moved_onto(result: Plan, onto: str, *names: str) -> Plan:
             for p in result.placements
         ),
     )
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    """`memplace ARGV...` in this process, as a user runs it: its exit code and what it
+    printed to standard output and standard error."""
+    code = main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from conftest import run_cli
 from memplace import resources, workflow
 from memplace.board import Board, load_board
-from memplace.cli import main
 from memplace.codegen import render
 from memplace.planner import plan
 from memplace.workload import Workload
@@ -162,18 +162,12 @@ def test_each_qemu_board_boots_and_every_pool_works(
     assert result.report.ok, result.report.table()
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_boards_lists_every_bundled_board(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "boards")
+    code, out, _ = run_cli(capsys, "boards")
     assert code == 0
     for name in ALL_BOARDS:
         assert name in out
-    code, out, _ = _run(capsys, "boards", "--json")
+    code, out, _ = run_cli(capsys, "boards", "--json")
     rows: list[dict[str, Any]] = json.loads(out)
     assert [row["name"] for row in rows] == ALL_BOARDS
     an521 = next(row for row in rows if row["name"] == "qemu-mps2-an521")
@@ -183,7 +177,7 @@ def test_boards_lists_every_bundled_board(capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.parametrize("name", ALL_BOARDS)
 def test_boards_show_prints_each_core_map(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "boards", "show", name)
+    code, out, _ = run_cli(capsys, "boards", "show", name)
     assert code == 0
     for core in load_board(name).cores:
         assert f"\ncore {core} (" in out
@@ -194,7 +188,7 @@ def test_boards_show_json_and_a_board_file(
 ) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text("memplace: board/v1\nextends: qemu-mps2-an521\nname: mine\n")
-    code, out, _ = _run(capsys, "boards", "show", str(path), "--json")
+    code, out, _ = run_cli(capsys, "boards", "show", str(path), "--json")
     assert code == 0
     data = json.loads(out)
     assert data["name"] == "mine"
@@ -206,7 +200,7 @@ def test_boards_show_json_and_a_board_file(
 def test_boards_show_unknown_board_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = _run(capsys, "boards", "show", "stm32h474")
+    code, out, err = run_cli(capsys, "boards", "show", "stm32h474")
     assert code == 2 and out == ""
     assert err.strip() == (
         "memplace: error: BOARD: no bundled board 'stm32h474'; did you mean 'stm32h747'? "

@@ -10,16 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import run_cli
 from memplace.cli import main
 from memplace.resources import demo_workload
 
 DEMO = str(demo_workload())
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _one_error_line(err: str) -> str:
@@ -31,31 +26,31 @@ def _one_error_line(err: str) -> str:
 
 
 def test_boards_lists_the_default_board(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "boards")
+    code, out, _ = run_cli(capsys, "boards")
     assert code == 0
     assert "qemu-mps3-an547" in out and "cpu0 (cortex-m55)" in out
-    code, out, _ = _run(capsys, "boards", "--json")
+    code, out, _ = run_cli(capsys, "boards", "--json")
     rows = json.loads(out)
     an547 = next(row for row in rows if row["name"] == "qemu-mps3-an547")
     assert an547["qemu_machine"] == "mps3-an547"
 
 
 def test_plan_prints_a_pool_table(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "plan", "qemu-mps3-an547", DEMO)
+    code, out, _ = run_cli(capsys, "plan", "qemu-mps3-an547", DEMO)
     assert code == 0
     assert "dtcm_ws     dtcm    [0x2003c000, 0x2007c000)  215040 / 262144         215040" in out
     assert "main.stack" in out
 
 
 def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "plan", "qemu-mps3-an547", DEMO, "--json")
+    code, out, _ = run_cli(capsys, "plan", "qemu-mps3-an547", DEMO, "--json")
     assert code == 0
     data = json.loads(out)
     assert data["memplace"] == "plan/v1" and data["workload"] == "demo"
 
 
 def test_plan_explain(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "plan", "qemu-mps3-an547", DEMO, "--explain")
+    code, out, _ = run_cli(capsys, "plan", "qemu-mps3-an547", DEMO, "--explain")
     assert code == 0
     assert "dma_ring: scope global, users main, npu0; candidates sram_ws, ddr_ws" in out
     assert "dw1_skip: scope global, users main; candidates dtcm_ws, sram_ws, ddr_ws" in out
@@ -69,7 +64,7 @@ def test_bad_board_file_is_one_line_and_exit_2(
 ) -> None:
     board_data["pools"]["dtcm_ws"]["memory"] = "dtmc"
     path = write_yaml("board.yaml", yaml.safe_dump(board_data, sort_keys=False))
-    code, out, err = _run(capsys, "plan", str(path), DEMO)
+    code, out, err = run_cli(capsys, "plan", str(path), DEMO)
     assert code == 2 and out == ""
     message = _one_error_line(err)
     assert message.startswith(f"{path}:")
@@ -79,13 +74,13 @@ def test_bad_board_file_is_one_line_and_exit_2(
 
 
 def test_unknown_bundled_board(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "plan", "qemu-mps3", DEMO)
+    code, _, err = run_cli(capsys, "plan", "qemu-mps3", DEMO)
     assert code == 2
     assert "BOARD: no bundled board 'qemu-mps3'" in _one_error_line(err)
 
 
 def test_missing_workload(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = _run(capsys, "plan", "qemu-mps3-an547", str(tmp_path / "none.yaml"))
+    code, _, err = run_cli(capsys, "plan", "qemu-mps3-an547", str(tmp_path / "none.yaml"))
     assert code == 2
     assert "WORKLOAD: no workload file at" in _one_error_line(err)
 
@@ -98,17 +93,17 @@ def test_bad_scope_in_workload(
         "memplace: workload/v1\nname: w\nbuffers:\n"
         "  - {name: a, size: 64, live: 0, scope: global.fast}\n",
     )
-    code, _, err = _run(capsys, "plan", "qemu-mps3-an547", str(path))
+    code, _, err = run_cli(capsys, "plan", "qemu-mps3-an547", str(path))
     assert code == 2
     message = _one_error_line(err)
     assert message.startswith(f"{path}:4:41: a.scope: unknown scope 'global.fast'")
 
 
 def test_usage_errors_are_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "plan", "qemu-mps3-an547")
+    code, _, err = run_cli(capsys, "plan", "qemu-mps3-an547")
     assert code == 2
     assert "the following arguments are required: WORKLOAD" in _one_error_line(err)
-    code, _, err = _run(capsys, "frobnicate")
+    code, _, err = run_cli(capsys, "frobnicate")
     assert code == 2
     assert "invalid choice: 'frobnicate'" in _one_error_line(err)
 
@@ -121,7 +116,7 @@ def test_planning_failure_is_exit_1(
         "memplace: workload/v1\nname: w\nbuffers:\n"
         "  - {name: big, size: 2M, live: 0, scope: global.sram_ws}\n",
     )
-    code, _, err = _run(capsys, "plan", "qemu-mps3-an547", str(path))
+    code, _, err = run_cli(capsys, "plan", "qemu-mps3-an547", str(path))
     assert code == 1
     assert _one_error_line(err) == "big (2097152 bytes) fits nowhere: sram_ws lacks 1048576 bytes"
 
@@ -137,26 +132,26 @@ def test_generate_then_refuse_to_overwrite_edits(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     out = tmp_path / "proj"
-    code, stdout, _ = _run(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out))
+    code, stdout, _ = run_cli(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out))
     assert code == 0 and f"wrote {out}" in stdout
     (out / "src/exerciser_cpu0.c").write_text("/* mine */\n")
-    code, _, err = _run(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out))
+    code, _, err = run_cli(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out))
     assert code == 2
     assert "exerciser_cpu0.c was changed since memplace wrote it" in _one_error_line(err)
-    code, _, _ = _run(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out), "--force")
+    code, _, _ = run_cli(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(out), "--force")
     assert code == 0
     assert "mine" not in (out / "src/exerciser_cpu0.c").read_text()
 
 
 def test_verify_outside_a_project(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = _run(capsys, "verify", str(tmp_path))
+    code, _, err = run_cli(capsys, "verify", str(tmp_path))
     assert code == 2
     assert "DIR: no memplace project here" in _one_error_line(err)
 
 
 def test_verify_before_build(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    _run(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(tmp_path / "p"))
-    code, _, err = _run(capsys, "verify", str(tmp_path / "p"))
+    run_cli(capsys, "generate", "qemu-mps3-an547", DEMO, "--out", str(tmp_path / "p"))
+    code, _, err = run_cli(capsys, "verify", str(tmp_path / "p"))
     assert code == 2
     assert "build the project first" in _one_error_line(err)
 
@@ -167,8 +162,8 @@ def test_run_on_a_board_without_qemu(
     del board_data["run"]
     board = tmp_path / "bench.yaml"
     board.write_text(yaml.safe_dump(board_data, sort_keys=False))
-    _run(capsys, "generate", str(board), DEMO, "--out", str(tmp_path / "p"))
-    code, _, err = _run(capsys, "run", str(tmp_path / "p"))
+    run_cli(capsys, "generate", str(board), DEMO, "--out", str(tmp_path / "p"))
+    code, _, err = run_cli(capsys, "run", str(tmp_path / "p"))
     assert code == 2
     assert "does not run under QEMU" in _one_error_line(err)
 

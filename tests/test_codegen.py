@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from memplace import codegen, resources
 from memplace.board import POOL_ALIGN, Board, load_board
 from memplace.cli import main
-from memplace.codegen import RenderOptions, fnv1a, render
+from memplace.codegen import RenderOptions, render
 from memplace.errors import InputError, PlanningError
+from memplace.layout import fnv1a
 from memplace.planner import plan
 from memplace.planner.arena import arenas as plan_arenas
 from memplace.planner.arena import reservation

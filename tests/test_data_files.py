@@ -11,7 +11,7 @@ import pytest
 
 from memplace.cli import main
 from memplace.errors import InputError
-from memplace.workload import load_workload
+from memplace.importers import load_workload
 
 BOARD = "qemu-mps3-an547"
 

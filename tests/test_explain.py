@@ -12,11 +12,11 @@ import pytest
 from memplace.board import Board
 from memplace.cli import main
 from memplace.errors import PlanningError
-from memplace.explain import Room, explain, measure
 from memplace.planner import plan
 from memplace.planner.alignment import planning_block
 from memplace.planner.assign import _fits_nowhere
 from memplace.planner.blocks import Block
+from memplace.planner.explain import Room, explain, measure
 from memplace.scopes import resolve_buffer
 from memplace.workload import Workload, WorkloadBuilder
 

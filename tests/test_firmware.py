@@ -17,12 +17,12 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from conftest import moved_onto
+from conftest import moved_onto, run_cli
 from memplace import resources
 from memplace.board import Board, load_board
 from memplace.build import build
-from memplace.cli import main
-from memplace.codegen import fnv1a, render
+from memplace.codegen import render
+from memplace.layout import fnv1a
 from memplace.planner import plan
 from memplace.project import write_project
 from memplace.runners import QemuRunner
@@ -53,8 +53,7 @@ buffers:
 
 
 def _check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
+    code, out, err = run_cli(capsys, *argv)
     return code, out + err
 
 

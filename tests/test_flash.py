@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from memplace.board import Board
-from memplace.cli import main
+from conftest import run_cli
+from memplace.board import Board, FlashRun
 from memplace.codegen import render
 from memplace.errors import InputError
 from memplace.planner import plan
@@ -173,28 +173,34 @@ def test_what_a_runner_does_not_take_is_refused(
 
 
 def test_the_board_fills_what_the_request_leaves_unset() -> None:
-    request = FlashRequest(probe="P").over(PYOCD)
+    pyocd = FlashRun("pyocd", target="stm32h743xx")
+    openocd = FlashRun("openocd", config=("board/stm32h7x3i_eval.cfg",), frequency=4000)
+    request = FlashRequest(probe="P").over(pyocd)
     assert request == FlashRequest(target="stm32h743xx", probe="P")
-    assert FlashRequest(target="stm32h750xx").over(PYOCD).target == "stm32h750xx"
-    assert FlashRequest().over(OPENOCD).config == ("board/stm32h7x3i_eval.cfg",)
+    assert FlashRequest(target="stm32h750xx").over(pyocd).target == "stm32h750xx"
+    assert FlashRequest().over(openocd) == FlashRequest(
+        config=("board/stm32h7x3i_eval.cfg",), frequency=4000
+    )
     assert FlashRequest.from_values({"config": "a.cfg", "erase": False}).given() == ["config"]
 
 
 @pytest.mark.parametrize(
-    ("board", "flash", "runner"),
+    ("run", "flash", "runner"),
     [
-        ({"run": {"flash": PYOCD}}, PYOCD, "pyocd"),
-        ({"run": {"qemu": {"machine": "m"}, "flash": OPENOCD}}, OPENOCD, "openocd"),
-        ({"flash": PYOCD}, PYOCD, "pyocd"),
-        ({"qemu_machine": "mps3-an547"}, None, "qemu"),
-        ({"run": {"qemu": {"machine": "mps3-an547"}}}, None, "qemu"),
-        ({"run": {"flash": "pyocd"}}, None, None),
+        ({"flash": PYOCD}, FlashRun("pyocd", target="stm32h743xx"), "pyocd"),
+        (
+            {"qemu": {"machine": "mps3-an547"}, "flash": OPENOCD},
+            FlashRun("openocd", config=("board/stm32h7x3i_eval.cfg",)),
+            "openocd",
+        ),
+        ({"qemu": {"machine": "mps3-an547"}}, None, "qemu"),
         ({}, None, None),
     ],
 )
 def test_the_board_names_its_runner(
-    board: dict[str, Any], flash: dict[str, Any] | None, runner: str | None
+    board_data: dict[str, Any], run: dict[str, Any], flash: FlashRun | None, runner: str | None
 ) -> None:
+    board = Board.from_data({**board_data, "run": run})
     assert board_flash(board) == flash
     assert default_runner(board) == runner
 
@@ -244,12 +250,6 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, int
     return install
 
 
-def _flash(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(["flash", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_flash_uses_the_boards_runner(
     project: Callable[..., Path],
     tools: Callable[[str, int], Path],
@@ -257,7 +257,7 @@ def test_flash_uses_the_boards_runner(
 ) -> None:
     folder = project({"flash": PYOCD})
     record = tools("pyocd", 0)
-    code, out, _ = _flash(capsys, str(folder))
+    code, out, _ = run_cli(capsys, "flash", str(folder))
     assert code == 0
     assert out == f"flashed {folder} with pyocd\n"
     assert record.read_text().splitlines() == [
@@ -276,7 +276,7 @@ def test_flags_override_and_add_to_the_boards_settings(
     folder = project({"flash": PYOCD})
     record = tools("pyocd", 0)
     argv = [str(folder), "--target", "stm32h750xx", "--probe", "0669FF", "--erase"]
-    assert _flash(capsys, *argv)[0] == 0
+    assert run_cli(capsys, "flash", *argv)[0] == 0
     assert record.read_text().splitlines()[:7] == [
         "load",
         "--target",
@@ -295,7 +295,7 @@ def test_flash_with_openocd(
 ) -> None:
     folder = project({"flash": OPENOCD})
     record = tools("openocd", 0)
-    assert _flash(capsys, str(folder), "--frequency", "4000000")[0] == 0
+    assert run_cli(capsys, "flash", str(folder), "--frequency", "4000000")[0] == 0
     assert record.read_text().splitlines() == [
         "-f",
         "board/stm32h7x3i_eval.cfg",
@@ -315,7 +315,7 @@ def test_a_missing_tool_is_exit_3_with_an_install_hint(
     hint: str,
 ) -> None:
     folder = project({"flash": PYOCD if tool == "pyocd" else OPENOCD})
-    code, _, err = _flash(capsys, str(folder))
+    code, _, err = run_cli(capsys, "flash", str(folder))
     assert code == 3
     assert f"memplace: error: {tool} not found; install it: {hint}" in err
 
@@ -327,7 +327,7 @@ def test_a_tool_that_fails_is_exit_3_with_its_output(
 ) -> None:
     folder = project({"flash": PYOCD})
     tools("pyocd", 1)
-    code, _, err = _flash(capsys, str(folder))
+    code, _, err = run_cli(capsys, "flash", str(folder))
     assert code == 3
     assert "memplace: error: pyocd could not flash the board (exit code 1):" in err
     assert "pyocd: oops" in err
@@ -372,7 +372,7 @@ def test_flash_input_errors_are_exit_2(
     message: str,
 ) -> None:
     folder = project(run)
-    code, _, err = _flash(capsys, str(folder), *argv)
+    code, _, err = run_cli(capsys, "flash", str(folder), *argv)
     assert code == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1
@@ -383,13 +383,13 @@ def test_flash_before_build_says_to_build(
 ) -> None:
     folder = project({"flash": PYOCD})
     (folder / "build" / "cpu0.elf").unlink()
-    code, _, err = _flash(capsys, str(folder))
+    code, _, err = run_cli(capsys, "flash", str(folder))
     assert code == 2
     assert f"no image {folder}/build/cpu0.elf: build the project first" in err
 
 
 def test_flash_outside_a_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _flash(capsys, str(tmp_path))
+    code, _, err = run_cli(capsys, "flash", str(tmp_path))
     assert code == 2 and "no memplace project here" in err
 
 

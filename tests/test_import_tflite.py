@@ -20,10 +20,9 @@ from memplace import workflow
 from memplace.board import Board
 from memplace.cli import main
 from memplace.errors import InputError
-from memplace.importers import import_model, import_to_file, read_model
+from memplace.importers import import_model, import_to_file, load_workload, read_model
 from memplace.importers.tflite import parse_tflite, workload_name
 from memplace.planner import plan
-from memplace.workload import load_workload
 
 REPO = Path(__file__).resolve().parent.parent
 MLPERF = REPO.parent / "shared" / "models" / "mlperf-tiny"

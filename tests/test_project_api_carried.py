@@ -19,7 +19,8 @@ import pytest
 from memplace import workflow
 from memplace.board import load_board
 from memplace.cli import main
-from memplace.codegen import MANIFEST
+from memplace.importers import load_workload
+from memplace.layout import MANIFEST
 from memplace.options import OPTIONS, with_defaults
 from memplace.process import INSTALL_HINTS, find_tool
 from memplace.project_api import (
@@ -34,7 +35,6 @@ from memplace.project_api.carry import CARRIED, PACKAGE, SCRIPT, board_info
 from memplace.project_api.standalone import DESCRIPTION, EMULATOR
 from memplace.resources import data_dir, demo_workload
 from memplace.runners import QemuRunner
-from memplace.workload import load_workload
 from test_project_api_process import SMALL_WORKLOAD
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "plugin" / "memplace" / "project_api"

@@ -11,7 +11,8 @@ import pytest
 import memplace
 from memplace.board import Board
 from memplace.errors import InputError
-from memplace.workload import Workload, WorkloadBuilder, load_workload
+from memplace.importers import load_workload
+from memplace.workload import Workload, WorkloadBuilder
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "python-api.md"
 

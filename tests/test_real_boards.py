@@ -13,7 +13,8 @@ from elftools.elf.sections import ARMAttributesSection, Symbol, SymbolTableSecti
 
 from memplace import resources, workflow
 from memplace.board import Board, load_board
-from memplace.build import BUILD_DIR, build
+from memplace.build import build
+from memplace.layout import BUILD_DIR
 from memplace.planner import plan
 from memplace.project import Project
 from memplace.verify import verify

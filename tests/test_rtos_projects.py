@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from memplace.cli import main
 
 pytestmark = pytest.mark.qemu
@@ -63,8 +64,8 @@ def test_a_task_stack_is_placed_declared_and_bounded(
     out = tmp_path / "project"
     argv = ["check", str(tmp_path / "board.yaml"), str(tmp_path / "w.yaml"), "--out", str(out)]
     argv += ["--project-type", "app", "--sources", str(tmp_path / "app"), "--json"]
-    code = main(argv)
-    report = json.loads(capsys.readouterr().out)
+    code, printed, _ = run_cli(capsys, *argv)
+    report = json.loads(printed)
     assert code == 0, report["findings"]
     header = (out / "memplace" / "include" / "w_memplace.h").read_text()
     assert "#define W_STACK_WORKER (memplace_stack_worker)\n" in header

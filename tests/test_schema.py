@@ -12,11 +12,10 @@ import pytest
 import yaml
 
 from memplace import board as board_module
-from memplace import resources
+from memplace import hints, resources
 from memplace.board import Key
 from memplace.cli import main
 from memplace.schema import board_schema
-from memplace.verify import hints
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import run_cli
 from memplace import process
-from memplace.cli import main
 
 SOURCES = Path(__file__).resolve().parents[1] / "examples" / "rtos-stacks"
 FLAGS = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
@@ -75,9 +75,7 @@ def _stacks(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, board: str, *argv: str
 ) -> tuple[int, str, str]:
     (tmp_path / "board.yaml").write_text(board)
-    code = main(["stacks", *argv, "--board", str(tmp_path / "board.yaml")])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, "stacks", *argv, "--board", tmp_path / "board.yaml")
 
 
 def test_tasks_and_handlers_are_bounded_as_freertos_switches_them(

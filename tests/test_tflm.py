@@ -506,8 +506,8 @@ def test_a_built_model_without_metadata_gets_its_plan(tmp_path: Path) -> None:
 @pytest.mark.qemu
 def test_a_generated_project_offers_the_arena(tmp_path: Path, board: Any) -> None:
     from memplace import workflow
+    from memplace.importers import load_workload
     from memplace.tflm import place_model
-    from memplace.workload import load_workload
 
     out = tmp_path / "kws"
     result = workflow.check(board, load_workload(KWS), out)

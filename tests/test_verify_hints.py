@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from memplace.errors import InputError
+from memplace.hints import Site, StackHints, bundled_hints, load_hints
 from memplace.verify.callgraph import CallGraph
-from memplace.verify.hints import Site, StackHints, bundled_hints, load_hints
 from memplace.verify.stack import check_hint_names
 
 GOOD = """memplace: stack_hints/v1

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conftest import run_cli
 from memplace.board import load_board
 from memplace.cli import main
 from test_stack_soundness import PROLOGUE, build_program
@@ -26,8 +27,8 @@ pytestmark = pytest.mark.qemu
 
 
 def verify_json(folder: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, Any]:
-    code = main(["verify", str(folder), "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
+    code, out, _ = run_cli(capsys, "verify", folder, "--json", *extra)
+    return code, json.loads(out)
 
 
 def findings(report: Any) -> set[tuple[str, str]]:

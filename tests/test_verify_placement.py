@@ -8,33 +8,42 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from memplace.board import Board
 from memplace.planner.model import Plan, PoolUsage, StackUsage
 from memplace.project import Project
 from memplace.verify.elf import check_images
 from memplace.verify.image import Image, Section, Symbol
 
+
+def _memory(origin: int, access: list[str], **extra: Any) -> dict[str, Any]:
+    fixed = {"origin": origin, "size": 0x10000, "attrs": "rwx", "kind": "sram", "latency": 1}
+    return {**fixed, "access": access, **extra}
+
+
+def _core(cpu: str, flash: str) -> dict[str, Any]:
+    layout = {"vectors": flash, "code": flash, "data": "shared", "load": flash}
+    return {"cpu": cpu, "float_abi": "soft", "layout": layout}
+
+
+def _main(core: str) -> dict[str, Any]:
+    return {"core": core, "kind": "thread", "entry": "main", "stack": None}
+
+
 # Two cores; `shared` is seen by cpu1 at another address (a view).
-BOARD: dict[str, Any] = {
-    "name": "two",
-    "cores": {
-        "cpu0": {"cpu": "cortex-m7", "float_abi": "soft", "layout": {"load": "flash0"}},
-        "cpu1": {"cpu": "cortex-m4", "float_abi": "soft", "layout": {"load": "flash1"}},
-    },
-    "memories": {
-        "flash0": {"origin": 0x0, "size": 0x10000, "access": ["cpu0"]},
-        "flash1": {"origin": 0x10000, "size": 0x10000, "access": ["cpu1"]},
-        "shared": {
-            "origin": 0x20000000,
-            "size": 0x10000,
-            "access": ["cpu0", "cpu1"],
-            "views": {"cpu1": 0x30000000},
+BOARD = Board.from_resolved(
+    {
+        "name": "two",
+        "cores": {"cpu0": _core("cortex-m7", "flash0"), "cpu1": _core("cortex-m4", "flash1")},
+        "devices": {},
+        "memories": {
+            "flash0": _memory(0x0, ["cpu0"]),
+            "flash1": _memory(0x10000, ["cpu1"]),
+            "shared": _memory(0x20000000, ["cpu0", "cpu1"], views={"cpu1": 0x30000000}),
         },
-    },
-    "contexts": {
-        "main0": {"core": "cpu0", "kind": "thread"},
-        "main1": {"core": "cpu1", "kind": "thread"},
-    },
-}
+        "pools": {},
+        "contexts": {"main0": _main("cpu0"), "main1": _main("cpu1")},
+    }
+)
 PLAN = Plan(
     board="two",
     workload="w",

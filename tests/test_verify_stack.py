@@ -3,9 +3,10 @@ the exception frames ISRs add."""
 
 from __future__ import annotations
 
+from memplace.board import Core, Layout
+from memplace.hints import StackHints
 from memplace.verify.callgraph import CallGraph, Node
 from memplace.verify.frames import Call
-from memplace.verify.hints import StackHints
 from memplace.verify.image import Function
 from memplace.verify.stack import Analysis, exception_frame
 
@@ -173,8 +174,12 @@ def test_every_problem_is_reported_once() -> None:
     assert sorted(bound_of(g, "main")[1]) == ["indirect", "recursion"]
 
 
+def _core(cpu: str, float_abi: str) -> Core:
+    return Core("cpu0", cpu, float_abi, Layout("itcm", "itcm", "dtcm", "itcm"))
+
+
 def test_exception_frames() -> None:
-    assert exception_frame({"cpu": "cortex-m55", "float_abi": "hard"}) == 104 + 4
-    assert exception_frame({"cpu": "cortex-m4", "float_abi": "softfp"}) == 104 + 4
-    assert exception_frame({"cpu": "cortex-m55", "float_abi": "soft"}) == 32 + 4
-    assert exception_frame({"cpu": "cortex-m3", "float_abi": "soft"}) == 32 + 4
+    assert exception_frame(_core("cortex-m55", "hard")) == 104 + 4
+    assert exception_frame(_core("cortex-m4", "softfp")) == 104 + 4
+    assert exception_frame(_core("cortex-m55", "soft")) == 32 + 4
+    assert exception_frame(_core("cortex-m3", "soft")) == 32 + 4

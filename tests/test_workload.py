@@ -12,7 +12,8 @@ import yaml
 
 from memplace.cli import main
 from memplace.errors import InputError
-from memplace.workload import Workload, load_workload
+from memplace.importers import load_workload
+from memplace.workload import Workload
 
 
 def test_demo_workload(demo_workload: Workload) -> None:

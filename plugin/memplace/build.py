@@ -6,9 +6,9 @@ from pathlib import Path
 
 from memplace import process
 from memplace.errors import ToolError
+from memplace.layout import BUILD_DIR
 from memplace.project import locked
 
-BUILD_DIR = "build"
 TIMEOUT = 600.0
 
 

@@ -19,8 +19,9 @@ from memplace import options, resources, workflow
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.build import build
 from memplace.errors import CheckFailed, InputError, MemplaceError, ToolError
-from memplace.explain import explain
+from memplace.importers import load_workload
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
+from memplace.planner.explain import explain
 from memplace.planner.model import Plan
 from memplace.planner.render_svg import render_svg, render_text
 from memplace.project import Project
@@ -30,7 +31,7 @@ from memplace.schema import SCHEMAS
 from memplace.verify import Report, RunLog, load_hints, verify, write_reports
 from memplace.verify.firmware import check_stacks, run_firmware
 from memplace.verify.target_memory import RunMemory
-from memplace.workload import Workload, load_workload
+from memplace.workload import Workload
 
 Handler = Callable[[argparse.Namespace], int]
 

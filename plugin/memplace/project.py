@@ -18,10 +18,10 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from memplace.codegen import MANIFEST, PROJECT_VERSION
+from memplace.board import Board
 from memplace.errors import InputError, ToolError
+from memplace.layout import MANIFEST, PROJECT_VERSION
 from memplace.planner.model import Plan
 
 # What memplace wrote last time, so that a user's edits can be told apart from ours.
@@ -167,7 +167,7 @@ class Project:
 
     folder: Path
     project_type: str
-    board: Mapping[str, Any]
+    board: Board
     plan: Plan
     images: Mapping[str, Path]
     checksums: Mapping[str, int]
@@ -187,7 +187,7 @@ class Project:
             return cls(
                 folder=folder,
                 project_type=data["project_type"],
-                board=data["board"],
+                board=Board.from_resolved(data["board"], source=str(path)),
                 plan=Plan.from_json(data["plan"]),
                 images={core: folder / elf for core, elf in data["images"].items()},
                 checksums=data.get("checksums", {}),
@@ -205,5 +205,4 @@ class Project:
 
     @property
     def qemu_machine(self) -> str | None:
-        machine = self.board.get("qemu_machine")
-        return machine if isinstance(machine, str) else None
+        return self.board.qemu_machine

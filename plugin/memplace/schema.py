@@ -13,9 +13,9 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from memplace import board
+from memplace import board, hints
 from memplace.board import Key
-from memplace.verify import hints
+from memplace.runners.capabilities import flash_runners
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BOARD_ID = "urn:memplace:schema:board:v1"
@@ -105,8 +105,8 @@ def _primitives() -> dict[str, Schema]:
 
 
 def _stack_hints() -> Schema:
-    """A `stack_hints:` list: each entry what a stack_hints/v1 file holds (`memplace.verify.
-    hints` reads it; its own version key may be left out)."""
+    """A `stack_hints:` list: each entry what a stack_hints/v1 file holds (`memplace.hints`
+    reads it; its own version key may be left out)."""
     function = {"type": "string", "description": "as the symbol table spells it (nm)"}
 
     def function_hint(value: str, minimum: int, description: str) -> Schema:
@@ -277,7 +277,7 @@ def _defs(b: _Builder) -> dict[str, Schema]:
             b.object(
                 board.FLASH_KEYS,
                 {
-                    "runner": {"enum": list(board.RUNNERS)},
+                    "runner": {"enum": list(flash_runners())},
                     "target": {"type": "string"},
                     "frequency": {"type": "integer", "minimum": 1},
                     "config": {

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memplace.board import Board
-from memplace.build import BUILD_DIR, build
+from memplace.build import build
 from memplace.codegen import RenderOptions, render
 from memplace.errors import InputError, PlanningError
+from memplace.layout import run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
@@ -23,10 +24,8 @@ from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, def
 from memplace.scopes import resolve
 from memplace.source import suggest
 from memplace.verify import Report, RunLog, StackHints, parse_run, verify
-from memplace.verify.hints import project_hint_files
 from memplace.workload import Workload
 
-RUN_RECORD = "run.json"
 DEFAULT_TIMEOUT = 60.0
 TFLM_TIME_LIMIT = 2.0
 
@@ -62,13 +61,11 @@ def generate(
         sources=relative,
         pool_storage=pool_storage,
         tflm_arena=tflm_arena(board, workload, result),
+        workload_hints=workload.stack_hints,
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
     files = render(board, result, project_type, options, users)
     files.update(carried_files(board, files))  # the project's own Project API server
-    files.update(
-        project_hint_files([("board", board.stack_hints), ("workload", workload.stack_hints)])
-    )
     write_project(files, out, force=force)
     return result
 
@@ -102,21 +99,19 @@ def _run(folder: Path, timeout: float) -> RunLog:
     project = Project.load(folder)
     if project.qemu_machine is None:
         raise InputError(
-            f"board {project.board['name']} does not run under QEMU; use `memplace flash`",
+            f"board {project.board.name} does not run under QEMU; use `memplace flash`",
             key="DIR",
         )
     require_images(project)
     result = QemuRunner(project.qemu_machine).run(project.images, timeout)
     record = {"exit_code": result.exit_code, "output": result.output}
-    (folder / BUILD_DIR / RUN_RECORD).write_text(
-        json.dumps(record, indent=2) + "\n", encoding="utf-8"
-    )
+    run_record(folder).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return parse_run(result.output, result.exit_code)
 
 
 def recorded_run(folder: Path) -> RunLog | None:
     """The last run of the project, if it has one and it is newer than every image."""
-    path = folder / BUILD_DIR / RUN_RECORD
+    path = run_record(folder)
     if not path.is_file():
         return None
     project = Project.load(folder)
@@ -174,7 +169,7 @@ def flash(folder: Path, runner: str | None = None, request: FlashRequest | None 
     name = runner or default_runner(project.board)
     if name is None:
         raise InputError(
-            f"board {project.board['name']} says nothing of how to flash it: add run.flash to "
+            f"board {project.board.name} says nothing of how to flash it: add run.flash to "
             f"the board file, or pass --runner ({', '.join(RUNNERS)})",
             key="--runner",
         )
@@ -182,7 +177,7 @@ def flash(folder: Path, runner: str | None = None, request: FlashRequest | None 
         raise InputError(f"no runner {name!r}; {suggest(name, RUNNERS)}", key="--runner")
     request = request or FlashRequest()
     settings = board_flash(project.board)
-    if settings is not None and settings["runner"] == name:
+    if settings is not None and settings.runner == name:
         request = request.over(settings)
     chosen = RUNNERS[name].for_flashing(request)
     require_images(project)

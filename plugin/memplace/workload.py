@@ -3,12 +3,12 @@
 A lifetime is inclusive: a buffer with `live: [conv1, dw1]` is in use at every step from
 conv1 to dw1, both included. Constants live for the whole timeline.
 
-There are three ways in and one set of rules: a file (`load_workload`, YAML or JSON, or a
-`.tflite` model through `memplace.importers`), plain data (`Workload.from_data`), and
-code (`WorkloadBuilder`). All of them pass through `_WorkloadReader`, so a workload built
-in Python is refused for exactly what a workload file is refused for. Scopes, users and
-pools name things on a board, so they are checked when the workload meets one
-(`memplace.scopes`).
+There are three ways in and one set of rules: a workload file (`Workload.from_file`, YAML
+or JSON; `memplace.importers.load_workload` also takes a model), plain data
+(`Workload.from_data`), and code (`WorkloadBuilder`). All of them pass through
+`_WorkloadReader`, so a workload built in Python is refused for exactly what a workload file
+is refused for. Scopes, users and pools name things on a board, so they are checked when
+the workload meets one (`memplace.scopes`).
 """
 
 from __future__ import annotations
@@ -18,14 +18,11 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memplace.errors import InputError, Mark
-from memplace.inline_hints import read_stack_hints
+from memplace.hints import StackHints, read_stack_hints
 from memplace.source import MAX_SIZE, Document, Node, Path_, suggest
-
-if TYPE_CHECKING:
-    from memplace.verify.hints import StackHints
 
 VERSION = "workload/v1"
 WORKLOAD_KEYS = ("memplace", "name", "steps", "buffers", "constants", "stack_hints")
@@ -33,8 +30,6 @@ DEFAULT_ALIGN = 16
 DEFAULT_SCOPE = "global"
 BUFFER_KEYS = ("name", "size", "align", "live", "scope", "users", "pools", "dynamic", "priority")
 CONSTANT_KEYS = ("name", "size", "data_file", "align", "scope", "users", "pools", "priority")
-# Files that `load_workload` reads as models to import rather than as workload files.
-MODEL_SUFFIXES = (".tflite",)
 
 Step = int | str
 
@@ -110,19 +105,6 @@ class Workload:
     def without(self, names: set[str]) -> Workload:
         """The same workload less the named buffers (for what-if questions)."""
         return replace(self, buffers=tuple(b for b in self.buffers if b.name not in names))
-
-
-def load_workload(path: str | Path, data_root: str | Path | None = None) -> Workload:
-    """A workload file (YAML or JSON), or a model such as a `.tflite` file, imported.
-    `data_root` is the folder `data_file`s may come from (default: the file's own)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"no workload file at {path}", key="WORKLOAD")
-    if path.suffix.lower() in MODEL_SUFFIXES:
-        from memplace.importers import import_model  # the importers build on this module
-
-        return import_model(path)
-    return Workload.from_file(path, None if data_root is None else Path(data_root))
 
 
 class WorkloadBuilder:

@@ -7,27 +7,25 @@ CMake text lives in `firmware_templates/`; `context.py` computes what fills it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import jinja2
+import yaml
 
 from memplace import resources
 from memplace.board import Board
-from memplace.codegen.checksum import fnv1a
 from memplace.codegen.context import RenderOptions, project_context
 from memplace.errors import InputError
+from memplace.hints import StackHints
+from memplace.layout import HINTS_DIR, MANIFEST, PROJECT_VERSION, fnv1a
 from memplace.planner.model import Plan
 from memplace.source import suggest
 
-__all__ = ["MANIFEST", "PROJECT_TYPES", "PROJECT_VERSION", "RenderOptions", "fnv1a", "render"]
+__all__ = ["PROJECT_TYPES", "RenderOptions", "render"]
 
-PROJECT_VERSION = "project/v1"
-MANIFEST = "memplace.json"
-# Where a project keeps stack hints (the exerciser's own, and those its board and workload
-# files gave), so that `memplace verify DIR` bounds the stacks with them as `check` does.
-PROJECT_HINTS_DIR = "memplace/stack_hints"
 POOL_STORAGE = ("generated", "application")
 
 Renderer = Callable[[jinja2.Environment, dict[str, Any]], dict[str, str]]
@@ -42,7 +40,7 @@ def _exerciser(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, st
     if any(core["threads"] for core in context["cores"]):
         # The exerciser runs worker threads through a call verify must not count twice.
         hints = env.get_template("exerciser/stack_hints.yaml.j2").render(context)
-        files[f"{PROJECT_HINTS_DIR}/exerciser.yaml"] = hints
+        files[f"{HINTS_DIR}/exerciser.yaml"] = hints
     return files
 
 
@@ -104,6 +102,7 @@ def render(
         files["CMakeLists.txt"] = _render(env, "CMakeLists.txt", context)
         toolchain = resources.data_dir("cmake") / "arm-none-eabi.cmake"
         files["cmake/arm-none-eabi.cmake"] = toolchain.read_text(encoding="utf-8")
+    files.update(_hint_files(board.stack_hints, options.workload_hints))
     files[MANIFEST] = _manifest(board, plan, options)
     return dict(sorted(files.items()))
 
@@ -123,6 +122,20 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["hex32"] = lambda value: f"0x{value:08x}"
     return env
+
+
+def _hint_files(board: Sequence[StackHints], workload: Sequence[StackHints]) -> dict[str, str]:
+    """One stack hints file per `stack_hints:` entry of the board and workload files, which
+    `memplace verify DIR` reads as `check` does."""
+    files = {}
+    for role, hint_sets in (("board", board), ("workload", workload)):
+        for index, hints in enumerate(hint_sets):
+            origin = Path(hints.source).name
+            text = yaml.safe_dump(hints.to_data(), sort_keys=False, width=100)
+            header = f"# From stack_hints[{index}] of the {role} file {origin}; regenerate with\n"
+            header += "# `memplace generate` after changing it there.\n"
+            files[f"{HINTS_DIR}/{role}-{index}.yaml"] = header + text
+    return files
 
 
 def _manifest(board: Board, plan: Plan, options: RenderOptions) -> str:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memplace.board import CPUS, POOL_ALIGN, RELEASE_HANDSHAKES, Board, Context, Core
-from memplace.codegen.checksum import fnv1a
 from memplace.errors import InputError
+from memplace.hints import StackHints
+from memplace.layout import fnv1a, thread_function
 from memplace.planner.arena import Arena, user_core
 from memplace.planner.arena import arenas as plan_arenas
 from memplace.planner.model import Placement, Plan, PoolUsage, StackUsage
@@ -51,6 +52,8 @@ class RenderOptions:
     # A TFLite workload's TensorFlow Lite Micro arena: (pool, bytes). The pool's storage
     # grows to hold it, and the header names it for the application's MicroInterpreter.
     tflm_arena: tuple[str, int] | None = None
+    # The workload file's `stack_hints:`, kept in the project beside the board's.
+    workload_hints: tuple[StackHints, ...] = ()
 
     def storage(self, usage: PoolUsage) -> int:
         """Bytes of a pool's storage: what the plan uses, or the arena it must hold."""
@@ -240,7 +243,7 @@ def _reserved(board: Board, plan: Plan) -> dict[str, int]:
 
 
 def _view(board: Board, memory: str, core: str) -> int:
-    return board.memories[memory].address_for(core) - board.memories[memory].origin
+    return board.memories[memory].shift(core)
 
 
 def _image_slices(board: Board, reserved: dict[str, int]) -> dict[tuple[str, str], tuple[int, int]]:
@@ -408,7 +411,7 @@ def _stack(stack: StackUsage, board: Board) -> dict[str, Any]:
         "planned": stack.planned,
         "owner": stack.owner,
         "thread": stack.thread,
-        "function": thread_function(stack) if stack.thread is not None else None,
+        "function": thread_function(stack.c_name) if stack.thread is not None else None,
         "region": f"stack_{stack.c_name}",
     }
 
@@ -427,11 +430,6 @@ def _thread(
             _checked(plan.workload, p) for p in plan.placements if p.stack == stack.context
         ],
     }
-
-
-def thread_function(stack: StackUsage) -> str:
-    """The function a worker thread starts in: the root verify bounds its stack from."""
-    return f"memplace_thread_{stack.c_name}"
 
 
 def arenas(board: Board, plan: Plan, users: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:

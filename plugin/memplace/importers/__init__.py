@@ -1,5 +1,6 @@
-"""Front ends: models turned into workloads.
+"""Front ends: workload files and models turned into workloads.
 
+`load_workload` reads what a WORKLOAD argument names: a workload file, or a model.
 `import_model` reads a model into a `Workload` in memory (what a WORKLOAD argument naming
 a `.tflite` file gets); `import_to_file` writes it as a workload file with its weights as
 data files beside it (`memplace import`), all or nothing.
@@ -17,9 +18,28 @@ from memplace.errors import InputError
 from memplace.importers.tflite import Model, read_tflite
 from memplace.workload import Workload
 
-__all__ = ["Imported", "Model", "data_dir_for", "import_model", "import_to_file", "read_model"]
+__all__ = [
+    "Imported",
+    "Model",
+    "data_dir_for",
+    "import_model",
+    "import_to_file",
+    "load_workload",
+    "read_model",
+]
 
 MODEL_READERS = {".tflite": read_tflite}
+
+
+def load_workload(path: str | Path, data_root: str | Path | None = None) -> Workload:
+    """A workload file (YAML or JSON), or a model such as a `.tflite` file, imported.
+    `data_root` is the folder `data_file`s may come from (default: the file's own)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no workload file at {path}", key="WORKLOAD")
+    if path.suffix.lower() in MODEL_READERS:
+        return import_model(path)
+    return Workload.from_file(path, None if data_root is None else Path(data_root))
 
 
 def read_model(path: Path) -> Model:

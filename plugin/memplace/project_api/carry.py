@@ -17,8 +17,8 @@ from typing import Any
 from memplace import options as project_options
 from memplace import resources
 from memplace.board import Board
-from memplace.codegen import MANIFEST
 from memplace.errors import InputError
+from memplace.layout import MANIFEST
 from memplace.process import INSTALL_HINTS
 from memplace.project_api.standalone import DESCRIPTION, DESCRIPTION_VERSION, EMULATOR
 from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
@@ -78,7 +78,7 @@ def describe_project(board: Board, images: Mapping[str, str]) -> dict[str, Any]:
         "project_options": [
             option.to_json() for option in project_options.with_defaults(board=board.name)
         ],
-        "runner": default_runner(board.to_data()),
+        "runner": default_runner(board),
         "commands": commands,
         "flash_settings": [item.name for item in fields(FlashRequest)],
         "images": dict(images),
@@ -95,9 +95,9 @@ def runner_commands(board: Board, images: Mapping[str, Path]) -> dict[str, list[
     commands: dict[str, list[str]] = {}
     if board.qemu_machine:
         commands[EMULATOR] = QemuRunner(board.qemu_machine).command(images)
-    settings = board_flash(board.to_data())
-    if settings is not None and settings["runner"] in RUNNERS:
-        name = str(settings["runner"])
+    settings = board_flash(board)
+    if settings is not None and settings.runner in RUNNERS:
+        name = settings.runner
         try:
             runner = RUNNERS[name].for_flashing(FlashRequest().over(settings))
             commands[name] = runner.flash_command(images)

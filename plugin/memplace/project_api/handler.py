@@ -19,6 +19,7 @@ from memplace import resources, workflow
 from memplace.board import Board, load_board
 from memplace.build import build
 from memplace.errors import InputError, MemplaceError
+from memplace.importers import load_workload
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
 from memplace.project_api.carry import board_info
@@ -26,7 +27,6 @@ from memplace.project_api.server import Server, fd_problem, serve_on
 from memplace.project_api.standalone import PLATFORM_NAME
 from memplace.project_api.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.runners import FlashRequest, QemuRunner, default_runner
-from memplace.workload import load_workload
 
 log = logging.getLogger("memplace.project_api")
 
@@ -63,7 +63,7 @@ class MemplaceHandler(TransportMethods):
     def for_project(cls, folder: Path, board: str | None = None) -> MemplaceHandler:
         """A handler serving the project in `folder`; its board is `board` (a bundled name
         or a path) or, by default, the bundled board the project names."""
-        name = str(Project.load(folder).board["name"])
+        name = Project.load(folder).board.name
         if board is None and name not in resources.bundled_boards():
             raise InputError(
                 f"{folder} is a project for board {name!r}, which is not bundled; "
@@ -153,7 +153,7 @@ class MemplaceHandler(TransportMethods):
         if runner != QemuRunner.name or project.qemu_machine is None:
             raise InputError(
                 f"the transport is the console of the firmware under QEMU; board "
-                f"{project.board['name']} runs with {runner or 'no runner'}, which has none here",
+                f"{project.board.name} runs with {runner or 'no runner'}, which has none here",
                 key="runner",
             )
         workflow.require_images(project)

@@ -1,15 +1,17 @@
-"""What every runner has in common: its capabilities, declared as data, and the one
-place that refuses a setting a runner does not take."""
+"""What every runner has in common: its capabilities (declared in `capabilities.py`), and
+the one place that refuses a setting a runner does not take."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from memplace import process
+from memplace.board import FlashRun
 from memplace.errors import InputError, ToolError
+from memplace.runners.capabilities import Capabilities
 
 # How long programming a board may take, in seconds.
 FLASH_TIMEOUT = 300.0
@@ -21,17 +23,6 @@ class RunResult:
 
     exit_code: int
     output: str
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a runner does: `run` images to completion (an emulator) or `flash` them into a
-    board; which flash settings it takes, and which of them it cannot do without."""
-
-    run: bool = False
-    flash: bool = False
-    settings: frozenset[str] = frozenset()
-    needs: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -61,9 +52,9 @@ class FlashRequest:
         """The names of the settings this request sets."""
         return [item.name for item in fields(self) if getattr(self, item.name)]
 
-    def over(self, board: Mapping[str, Any]) -> FlashRequest:
+    def over(self, board: FlashRun) -> FlashRequest:
         """This request with the board's `run.flash` settings filling what it leaves unset."""
-        base = FlashRequest.from_values(board)
+        base = FlashRequest.from_values(asdict(board))
         return replace(base, **{name: getattr(self, name) for name in self.given()})
 
 

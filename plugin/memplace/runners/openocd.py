@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from memplace.errors import InputError
-from memplace.runners.base import Capabilities, Runner
+from memplace.runners.base import Runner
+from memplace.runners.capabilities import DECLARED
 
 # Words Tcl reads as they are; anything else goes inside braces.
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:+=@%-]+")
@@ -14,11 +15,7 @@ _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:+=@%-]+")
 class OpenocdRunner(Runner):
     name = "openocd"
     executable = "openocd"
-    capabilities = Capabilities(
-        flash=True,
-        settings=frozenset({"config", "probe", "frequency"}),
-        needs=frozenset({"config"}),
-    )
+    capabilities = DECLARED["openocd"]
 
     def _flash_argv(self, images: list[str]) -> list[str]:
         """Each image is programmed and verified in turn; the board is reset and OpenOCD

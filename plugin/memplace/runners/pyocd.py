@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-from memplace.runners.base import Capabilities, Runner
+from memplace.runners.base import Runner
+from memplace.runners.capabilities import DECLARED
 
 
 class PyocdRunner(Runner):
     name = "pyocd"
     executable = "pyocd"
-    capabilities = Capabilities(
-        flash=True,
-        settings=frozenset({"target", "probe", "frequency", "erase"}),
-        needs=frozenset({"target"}),
-    )
+    capabilities = DECLARED["pyocd"]
 
     def _flash_argv(self, images: list[str]) -> list[str]:
         """pyOCD places each ELF image at the addresses it was linked for."""

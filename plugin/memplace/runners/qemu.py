@@ -7,7 +7,8 @@ from pathlib import Path
 
 from memplace import process
 from memplace.errors import InputError
-from memplace.runners.base import Capabilities, Runner, RunResult
+from memplace.runners.base import Runner, RunResult
+from memplace.runners.capabilities import DECLARED
 
 EXECUTABLE = "qemu-system-arm"
 
@@ -15,7 +16,7 @@ EXECUTABLE = "qemu-system-arm"
 class QemuRunner(Runner):
     name = "qemu"
     executable = EXECUTABLE
-    capabilities = Capabilities(run=True)
+    capabilities = DECLARED["qemu"]
 
     def __init__(self, machine: str) -> None:
         super().__init__()

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memplace.hints import StackHints, load_hints
+from memplace.layout import HINTS_DIR
 from memplace.project import Project
 from memplace.verify.elf import check_images
 from memplace.verify.formats import to_junit, to_sarif, write_reports
-from memplace.verify.hints import StackHints, load_hints, project_hints
 from memplace.verify.image import Image
 from memplace.verify.report import CHECKS, Finding, Report, StackReport
 from memplace.verify.runlog import RunLog, parse_run
@@ -70,6 +71,13 @@ def verify(
     if run is not None:
         findings += _run_findings(run)
     return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
+
+
+def project_hints(folder: Path) -> StackHints | None:
+    """The hints a generated project keeps (its board's and workload's, and the
+    exerciser's own), merged."""
+    paths = sorted((folder / HINTS_DIR).glob("*.yaml"))
+    return load_hints(paths) if paths else None
 
 
 def _run_findings(run: RunLog) -> list[Finding]:

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memplace.board import POOL_ALIGN, STACK_ALIGN
-from memplace.codegen.checksum import fnv1a
+from memplace.board import POOL_ALIGN, STACK_ALIGN, Board
+from memplace.layout import fnv1a
 from memplace.project import Project
 from memplace.verify.image import Image, Section
 from memplace.verify.report import Finding
@@ -56,20 +56,14 @@ def subject_of(section: str) -> str:
     return section
 
 
-def memories_of(board: Mapping[str, Any], core: str) -> dict[str, _Range]:
+def memories_of(board: Board, core: str) -> dict[str, _Range]:
     """The memories `core` reaches, at the addresses it sees them."""
     ranges = {}
-    for name, memory in board["memories"].items():
-        if core in memory["access"]:
-            start = memory.get("views", {}).get(core, memory["origin"])
-            ranges[name] = _Range(name, start, start + memory["size"])
+    for name, memory in board.memories.items():
+        if core in memory.access:
+            start = memory.address_for(core)
+            ranges[name] = _Range(name, start, start + memory.size)
     return ranges
-
-
-def view_shift(board: Mapping[str, Any], core: str, memory: str) -> int:
-    """What to add to a system address in `memory` to get the address `core` sees."""
-    data = board["memories"][memory]
-    return int(data.get("views", {}).get(core, data["origin"]) - data["origin"])
 
 
 class _CoreChecker:
@@ -80,7 +74,7 @@ class _CoreChecker:
         self.core = core
         self.image = image
         self.memories = memories_of(self.board, core)
-        load = self.board["cores"][core]["layout"]["load"]
+        load = self.board.cores[core].layout.load
         self.load = self.memories.get(load)
         try:
             self.file = str(image.path.relative_to(project.folder))
@@ -96,15 +90,15 @@ class _CoreChecker:
             if pool.used and pool.memory in self.memories:
                 findings += self._check_pool(pool)
         for stack in self.plan.stacks:
-            context = self.board["contexts"].get(stack.owner, {})
-            if context.get("core") == self.core:
+            context = self.board.contexts.get(stack.owner)
+            if context is not None and context.core == self.core:
                 findings += self._check_stack(stack)
         findings += self._check_sections()
         findings += self._check_copies()
         return findings
 
     def _expected(self, memory: str, address: int) -> int:
-        return address + view_shift(self.board, self.core, memory)
+        return address + self.board.memories[memory].shift(self.core)
 
     def _check_pool(self, pool: Any) -> Iterator[Finding]:
         name = f"{self.plan.workload}_pool_{pool.name}"
@@ -357,8 +351,8 @@ def _check_shared(project: Project, images: Mapping[str, Image]) -> Iterator[Fin
     board = project.board
     if len(images) < 2:
         return
-    for memory, data in board["memories"].items():
-        cores = [core for core in images if core in data["access"]]
+    for memory, data in board.memories.items():
+        cores = [core for core in images if core in data.access]
         if len(cores) < 2:
             continue
         yield from _check_shared_memory(project, memory, cores, images)
@@ -368,11 +362,11 @@ def _check_shared_memory(
     project: Project, memory: str, cores: list[str], images: Mapping[str, Image]
 ) -> Iterator[Finding]:
     board = project.board
-    data = board["memories"][memory]
+    data = board.memories[memory]
     spans: dict[tuple[str, int, int], list[str]] = {}
     for core in cores:
-        shift = view_shift(board, core, memory)
-        start, end = data["origin"] + shift, data["origin"] + shift + data["size"]
+        shift = data.shift(core)
+        start, end = data.origin + shift, data.origin + shift + data.size
         for section in images[core].sections:
             if start <= section.address < end:
                 key = (section.name, section.address - shift, section.end - shift)
@@ -390,7 +384,7 @@ def _check_shared_memory(
         for core in cores:
             symbol = images[core].get_symbol(name)
             if symbol is not None:
-                seen[core] = symbol.address - view_shift(board, core, memory)
+                seen[core] = symbol.address - data.shift(core)
         if len(set(seen.values())) > 1:
             where = ", ".join(f"0x{address:08x} in {core}" for core, address in seen.items())
             yield Finding(

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from memplace.board import Board, Context, Core
 from memplace.errors import InputError
+from memplace.hints import StackHints
 from memplace.verify.freertos import FILL, layout_of, task_stacks, untouched, unused_words
-from memplace.verify.hints import StackHints
 from memplace.verify.image import Image
 from memplace.verify.report import SWITCH, Finding, Report, StackReport
 from memplace.verify.rtos import port_for, task_switch_cost
@@ -66,7 +66,7 @@ def check_stacks(
         check_hint_names(hints, [graph])
     analysis = Analysis(graph, hints)
     contexts = [c for c in board.contexts.values() if c.core == chosen.name]
-    nesting = _nesting(contexts, analysis, exception_frame(_core_data(chosen)), image)
+    nesting = _nesting(contexts, analysis, exception_frame(chosen), image)
     marks = _marks(image, board, chosen, contexts, run) if run is not None else {}
     findings: list[Finding] = []
     stacks = []
@@ -176,10 +176,6 @@ def _core(board: Board, name: str | None) -> Core:
     if name not in board.cores:
         raise InputError(f"no core {name!r}; the board has {', '.join(board.cores)}", key="--core")
     return board.cores[name]
-
-
-def _core_data(core: Core) -> dict[str, str]:
-    return {"cpu": core.cpu, "float_abi": core.float_abi}
 
 
 def _gcc_files(elf: Path, objects: Sequence[Path]) -> tuple[list[Path], list[Path]]:

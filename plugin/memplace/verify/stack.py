@@ -33,14 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from memplace import process
-from memplace.build import BUILD_DIR
-from memplace.codegen.context import thread_function
+from memplace.board import Context, Core
 from memplace.errors import InputError, ToolError
+from memplace.hints import StackHints, unknown_function
+from memplace.layout import build_dir, thread_function
 from memplace.project import Project
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
 from memplace.verify.cortexm import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
 from memplace.verify.frames import Instruction, parse_objdump, read_frames
-from memplace.verify.hints import StackHints, unknown_function
 from memplace.verify.image import Image, LineTable
 from memplace.verify.report import SWITCH, Finding
 from memplace.verify.rtos import port_for, task_switch_cost
@@ -49,9 +49,9 @@ OBJDUMP = "arm-none-eabi-objdump"
 OBJDUMP_TIMEOUT = 120.0
 
 
-def exception_frame(core: Mapping[str, Any]) -> int:
+def exception_frame(core: Core) -> int:
     """Bytes one exception entry can take on the stack it interrupts, on `core`."""
-    floating = core.get("float_abi", "soft") != "soft" and core.get("cpu") in FPU_CPUS
+    floating = core.float_abi != "soft" and core.cpu in FPU_CPUS
     return (EXCEPTION_FRAME_FP if floating else EXCEPTION_FRAME) + ENTRY_ALIGNMENT
 
 
@@ -428,7 +428,7 @@ def gcc_reports(
     """The .su and .ci files of one image, in a stable order. A folder the user names must
     hold them: without them the bound would quietly rest on the disassembly alone."""
     if objects is None:
-        return gcc_files(project.folder / BUILD_DIR, core)
+        return gcc_files(build_dir(project.folder), core)
     if not objects.is_dir():
         raise InputError(f"no folder of objects at {objects}", key="--objects")
     su_files = sorted(objects.rglob("*.su"))
@@ -464,14 +464,13 @@ def context_bounds(
     hints = hints or StackHints()
     if hints.names():
         check_hint_names(hints, graphs.values())
-    board = project.board
-    contexts = board["contexts"]
+    contexts = project.board.contexts
     stacks = {s.context for s in project.plan.stacks}
     analyses = {core: Analysis(graph, hints) for core, graph in graphs.items()}
     results = {}
     landing = _landing(contexts, stacks)
     for stack in project.plan.stacks:
-        core = contexts[stack.owner]["core"]
+        core = contexts[stack.owner].core
         if core not in images:
             continue
         if stack.thread is not None:
@@ -483,7 +482,7 @@ def context_bounds(
     return results
 
 
-def _landing(contexts: Mapping[str, Any], stacks: set[str]) -> dict[str, set[str]]:
+def _landing(contexts: Mapping[str, Context], stacks: set[str]) -> dict[str, set[str]]:
     """For each context, the stacks (by owning context) its frames land on."""
     memo: dict[str, set[str]] = {}
 
@@ -493,7 +492,7 @@ def _landing(contexts: Mapping[str, Any], stacks: set[str]) -> dict[str, set[str
         if name in memo:
             return memo[name]
         found: set[str] = set()
-        for other in contexts[name].get("preempts", []):
+        for other in contexts[name].preempts:
             if other not in seen:
                 found |= lands_on(other, seen | {name})
         memo[name] = found
@@ -505,9 +504,9 @@ def _landing(contexts: Mapping[str, Any], stacks: set[str]) -> dict[str, set[str
 def _context_bound(
     project: Project, stack: Any, image: Image, analysis: Analysis, landing: Mapping[str, set[str]]
 ) -> ContextBound:
-    contexts = project.board["contexts"]
+    contexts = project.board.contexts
     context = contexts[stack.owner]
-    core = project.board["cores"][context["core"]]
+    core = project.board.cores[context.core]
     findings: list[Finding] = []
     root = _root(image, analysis.graph, stack, context)
     if root is None:
@@ -515,7 +514,7 @@ def _context_bound(
             Finding(
                 "stack-unbounded",
                 stack.context,
-                f"its entry function {context.get('entry')}() is not in {image.path.name}",
+                f"its entry function {context.entry}() is not in {image.path.name}",
             )
         )
         own: Bound = Bound(None)
@@ -525,21 +524,21 @@ def _context_bound(
     total = None if own.bytes is None else max(own.bytes, stack.planned)
     frame = exception_frame(core)
     interrupts: list[tuple[str, int | None]] = []
-    if context.get("kind") == "task":
+    if context.kind == "task":
         switch = _switch(core)  # what the RTOS's context switch leaves on its stack
         interrupts.append(switch)
         total = None if total is None else total + switch[1]
     own_stacks = {s.context for s in project.plan.stacks}
     levels: dict[int, list[int | None]] = {}
     for name, other in contexts.items():
-        if other.get("kind") != "isr" or stack.context not in landing.get(name, set()):
+        if other.kind != "isr" or stack.context not in landing.get(name, set()):
             continue
         if name in own_stacks:
             cost: int | None = frame  # its handler runs on a stack of its own
         else:
             cost = _isr_cost(stack.context, name, other, image, analysis, findings, frame)
         interrupts.append((name, cost))
-        levels.setdefault(int(other.get("priority", 0)), []).append(cost)
+        levels.setdefault(other.priority, []).append(cost)
     for costs in levels.values():
         worst = None if None in costs else max(c for c in costs if c is not None)
         total = None if total is None or worst is None else total + worst
@@ -552,17 +551,16 @@ def _context_bound(
     )
 
 
-def _switch(core: Mapping[str, Any]) -> tuple[str, int]:
+def _switch(core: Core) -> tuple[str, int]:
     """How a task stack's report names its RTOS's context switch, and its bytes."""
-    cpu, float_abi = core.get("cpu", ""), core.get("float_abi", "soft")
-    port = port_for(str(core.get("rtos", "freertos")), cpu, float_abi)
-    return f"{SWITCH} ({port.rtos} {port.name})", task_switch_cost(port, cpu, float_abi)
+    port = port_for(core.rtos, core.cpu, core.float_abi)
+    return f"{SWITCH} ({port.rtos} {port.name})", task_switch_cost(port, core.cpu, core.float_abi)
 
 
 def _thread_bound(project: Project, stack: Any, image: Image, analysis: Analysis) -> ContextBound:
-    contexts = project.board["contexts"]
-    core = project.board["cores"][contexts[stack.owner]["core"]]
-    function = thread_function(stack)
+    contexts = project.board.contexts
+    core = project.board.cores[contexts[stack.owner].core]
+    function = thread_function(stack.c_name)
     root = analysis.graph.by_name.get(function)
     findings: list[Finding] = []
     if root is None:
@@ -585,7 +583,7 @@ def _thread_bound(project: Project, stack: Any, image: Image, analysis: Analysis
     interrupts = tuple(
         (name, frame)
         for name, other in contexts.items()
-        if other.get("kind") == "isr" and stack.owner in other.get("preempts", [])
+        if other.kind == "isr" and stack.owner in other.preempts
     )
     if total is not None and interrupts:
         total += frame  # one frame however the ISRs nest: the nested ones stack on MSP
@@ -601,13 +599,13 @@ def _thread_bound(project: Project, stack: Any, image: Image, analysis: Analysis
 def _isr_cost(
     host: str,
     name: str,
-    context: Mapping[str, Any],
+    context: Context,
     image: Image,
     analysis: Analysis,
     findings: list[Finding],
     frame: int,
 ) -> int | None:
-    entry = context.get("entry", "")
+    entry = context.entry
     root = analysis.graph.by_name.get(entry)
     if root is None:
         findings.append(
@@ -624,7 +622,7 @@ def _isr_cost(
     return None if bound.bytes is None else frame + bound.bytes
 
 
-def _root(image: Image, graph: CallGraph, stack: Any, context: Mapping[str, Any]) -> int | None:
+def _root(image: Image, graph: CallGraph, stack: Any, context: Context) -> int | None:
     """The reset handler for the context whose stack the vector table starts the core on;
     the context's entry function for any other."""
     symbol = image.get_symbol(f"memplace_stack_{stack.context}")
@@ -634,7 +632,7 @@ def _root(image: Image, graph: CallGraph, stack: Any, context: Mapping[str, Any]
         (sp,) = struct.unpack("<I", initial)
         if sp == symbol.address + symbol.size and image.entry in graph.nodes:
             return image.entry
-    return graph.by_name.get(str(context.get("entry", "main")))
+    return graph.by_name.get(context.entry)
 
 
 def _problem_findings(context: str, analysis: Analysis, root: int, bound: Bound) -> list[Finding]:

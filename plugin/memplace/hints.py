@@ -20,6 +20,12 @@ frames:                        # a function's own frame, where its code cannot b
 
 Function names are as the symbol table spells them (`nm`): a static clone is
 `helper.constprop.0`. A name that is in none of the images is an error.
+
+A board or workload file may hold hints too, under `stack_hints:`: a list whose items are
+what a hints file holds (`memplace: stack_hints/v1` may be left out, the file they sit in is
+versioned already). `read_stack_hints` reads them with this file's reader, so the two cannot
+drift apart; errors keep the position in that file and the whole key
+(`stack_hints[0].recursion[0].depth`).
 """
 
 from __future__ import annotations
@@ -30,9 +36,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from memplace.codegen import PROJECT_HINTS_DIR
 from memplace.errors import InputError, Mark
 from memplace.source import Document, Node, suggest
 
@@ -224,26 +227,6 @@ def load_hints(specs: Sequence[str | Path]) -> StackHints | None:
     return merged
 
 
-def project_hint_files(sets: Sequence[tuple[str, Sequence[StackHints]]]) -> dict[str, str]:
-    """One stack hints file per hint set, by path in a project: `sets` holds (role, its
-    hint sets), the role being the file they were written in (`board`, `workload`)."""
-    files = {}
-    for role, hint_sets in sets:
-        for index, hints in enumerate(hint_sets):
-            origin = Path(hints.source).name
-            text = yaml.safe_dump(hints.to_data(), sort_keys=False, width=100)
-            header = f"# From stack_hints[{index}] of the {role} file {origin}; regenerate with\n"
-            header += "# `memplace generate` after changing it there.\n"
-            files[f"{PROJECT_HINTS_DIR}/{role}-{index}.yaml"] = header + text
-    return files
-
-
-def project_hints(folder: Path) -> StackHints | None:
-    """The hints a generated project keeps (see `project_hint_files`), merged."""
-    paths = sorted((folder / PROJECT_HINTS_DIR).glob("*.yaml"))
-    return load_hints(paths) if paths else None
-
-
 def _items(root: Node, key: str) -> list[Node]:
     node = root.get(key)
     return [] if node is None else list(node.elements())
@@ -309,3 +292,19 @@ def unknown_function(name: str, mark: Mark, known: list[str]) -> InputError:
 def _short(text: str) -> str:
     """A suggestion without the list of every function of the image."""
     return text.split("valid:")[0].strip() or "check the name with arm-none-eabi-nm"
+
+
+def read_stack_hints(node: Node | None) -> tuple[StackHints, ...]:
+    """The hint sets of a board's or workload's `stack_hints:` list (none when absent)."""
+    if node is None:
+        return ()
+    hints = []
+    for item in node.elements():
+        if not isinstance(item.value, dict):
+            raise item.error(
+                "a stack hints entry is a mapping of indirect_calls, recursion, alloca "
+                "and frames, as in a stack hints file"
+            )
+        data = {"memplace": VERSION, **item.value}
+        hints.append(StackHints.from_document(item.doc.part(item.path, data)))
+    return tuple(hints)

@@ -1,8 +1,8 @@
-"""The board: memory map, planning pools, cores, devices and execution contexts.
+"""Loading a board file, and every rule it must keep.
 
 A board file is checked in three passes, as west checks a manifest: the version gate,
-then the shape of every key, then the rules that tie names together. What comes out is a
-frozen `Board`; nothing past this module reads the raw file.
+then the shape of every key, then the rules that tie names together. `extends:` merges a
+board over the one it names, each node keeping the file and line it came from.
 
 The keys each mapping accepts are declared once, as data (`BOARD_KEYS` and friends): the
 loader refuses anything else, and `schema.py` builds the JSON Schema from the same tables.
@@ -10,63 +10,58 @@ loader refuses anything else, and `schema.py` builds the JSON Schema from the sa
 
 from __future__ import annotations
 
-import copy
 import itertools
-import re
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memplace import names, resources
+from memplace.board.addresses import ContextSpec, PoolSpec, reserve
+from memplace.board.parts import (
+    ADDRESS_SPACE,
+    BOARD_NAME,
+    CONTEXT_KINDS,
+    CPUS,
+    DEVICE_KINDS,
+    FLOAT_ABIS,
+    LAYOUT_KEYS,
+    MAX_PRIORITY,
+    MEMORY_KINDS,
+    OPERANDS,
+    POOL_KINDS,
+    RELEASE_HANDSHAKES,
+    RTOSES,
+    STACK_ALIGN,
+    VERSION,
+    Core,
+    Device,
+    FlashRun,
+    Layout,
+    Memory,
+    QemuRun,
+    Release,
+    ReleaseStep,
+    Run,
+)
 from memplace.errors import InputError, Mark
-from memplace.inline_hints import read_stack_hints
+from memplace.hints import read_stack_hints
+from memplace.runners.capabilities import BOARD_SETTINGS, DECLARED, flash_runners
 from memplace.source import Document, Node, is_identifier, name_problem, suggest
 
-if TYPE_CHECKING:
-    from memplace.verify.hints import StackHints
-
-VERSION = "board/v1"
-
-CPUS = {
-    "cortex-m0": "armv6-m",
-    "cortex-m0plus": "armv6-m",
-    "cortex-m3": "armv7-m",
-    "cortex-m4": "armv7e-m",
-    "cortex-m7": "armv7e-m",
-    "cortex-m23": "armv8-m.base",
-    "cortex-m33": "armv8-m.main",
-    "cortex-m55": "armv8.1-m.main",
-    "cortex-m85": "armv8.1-m.main",
-}
 # Cores that never have a floating-point unit: only `float_abi: soft` makes sense on them.
 CPUS_WITHOUT_FPU = ("cortex-m0", "cortex-m0plus", "cortex-m3", "cortex-m23")
-FLOAT_ABIS = ("hard", "softfp", "soft")
-MEMORY_KINDS = ("flash", "rom", "tcm", "sram", "dram", "other")
-DEVICE_KINDS = ("dma", "npu", "other")
-POOL_KINDS = ("workspace", "constant")
-CONTEXT_KINDS = ("thread", "isr", "task")
-RTOSES = ("none", "freertos")
+
 """What switches tasks on a core: `none`, or an RTOS whose context switch memplace knows
 (`verify.rtos`)."""
-LAYOUT_KEYS = ("vectors", "code", "data", "load")
-RUNNERS = ("pyocd", "openocd")
+
 STEP_ACTIONS = ("write", "set", "clear")
-_OPERANDS = {"write": "value", "set": "mask", "clear": "mask"}
+
 # Scope words a context name would collide with (`global.<pool>`, `<context>.stack`).
 RESERVED_CONTEXT_NAMES = ("global", "local")
-BOARD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
-# Reserved areas (pools and stacks) start on these boundaries, in bytes.
-POOL_ALIGN = 64
-STACK_ALIGN = 8
 # VTOR ignores the low 7 bits: a vector table starts on a 128-byte boundary.
 VECTOR_ALIGN = 128
-# Bytes a memory holding image sections keeps free of pools and stacks, at the least.
-IMAGE_ROOM = 1024
-ADDRESS_SPACE = 1 << 32
-MAX_PRIORITY = 255
 
 # fmt: off
 C_KEYWORDS = frozenset((
@@ -77,8 +72,6 @@ C_KEYWORDS = frozenset((
     "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn", "_Static_assert",
     "_Thread_local",
 ))
-# fmt: on
-
 
 @dataclass(frozen=True)
 class Key:
@@ -87,7 +80,6 @@ class Key:
     name: str
     help: str
     required: bool = False
-
 
 BOARD_KEYS = (
     Key("memplace", "format version; must be board/v1", required=True),
@@ -106,6 +98,7 @@ BOARD_KEYS = (
         "alloca, frames), each entry as in a stack_hints/v1 file",
     ),
 )
+
 CORE_KEYS = (
     Key("cpu", "the -mcpu of this core", required=True),
     Key("float_abi", "hard, softfp or soft (default soft)"),
@@ -118,18 +111,20 @@ CORE_KEYS = (
     Key("release", "how another core starts this one; absent: it starts at reset"),
     Key("rtos", "none or freertos: what switches this core's tasks (default none)"),
 )
+
 LAYOUT_FIELDS = (
     Key("vectors", "memory of the vector table", required=True),
     Key("code", "memory of .text and .rodata", required=True),
     Key("data", "memory of .data and .bss", required=True),
     Key("load", "memory the image is programmed into (default: the code memory)"),
 )
+
 RELEASE_KEYS = (
     Key("by", "the core whose startup code releases this one", required=True),
     Key("steps", "register writes that release it, in order"),
     Key("handshake", "a start-up protocol instead of steps: rp2040-sio-fifo"),
 )
-RELEASE_HANDSHAKES = ("rp2040-sio-fifo",)
+
 STEP_KEYS = (
     Key("write", "address of a 32-bit register to write `value` to"),
     Key("set", "address of a 32-bit register in which to set the bits of `mask`"),
@@ -137,7 +132,9 @@ STEP_KEYS = (
     Key("value", "the word to write"),
     Key("mask", "the bits to set or clear"),
 )
+
 DEVICE_KEYS = (Key("kind", "dma, npu or other", required=True),)
+
 MEMORY_KEYS = (
     Key("origin", "system address of the first byte", required=True),
     Key("size", "bytes; an integer or a number with K or M", required=True),
@@ -147,11 +144,13 @@ MEMORY_KEYS = (
     Key("latency", "lower is faster; orders pool preference (default 1)"),
     Key("views", "{core: address} where a core sees this memory elsewhere"),
 )
+
 POOL_KEYS = (
     Key("memory", "the memory the pool is carved from", required=True),
     Key("kind", "workspace (buffers) or constant", required=True),
     Key("size", "bytes; leave it out to take what is left of a memory with no image sections"),
 )
+
 CONTEXT_KEYS = (
     Key("core", "the core it runs on", required=True),
     Key("kind", "thread, isr or task (an RTOS task; default thread)"),
@@ -168,378 +167,35 @@ CONTEXT_KEYS = (
     Key("priority", "isr only: exception priority 0..255, lower preempts higher (default 0)"),
     Key("task", "task only: the name the RTOS knows the task by (default: the context's)"),
 )
+
 STACK_KEYS = (
     Key("memory", "the memory the stack is in", required=True),
     Key("size", "bytes per thread, a multiple of 8", required=True),
 )
+
 TASK_STACK_KEYS = (
     Key("size", "bytes of a stack the RTOS or the application allocates", required=True),
 )
+
 RUN_KEYS = (
     Key("qemu", "present when the board runs under QEMU"),
     Key("flash", "how a real board is programmed"),
 )
+
 QEMU_KEYS = (Key("machine", "the QEMU -M machine name", required=True),)
+
 FLASH_KEYS = (
-    Key("runner", "pyocd or openocd", required=True),
+    Key("runner", " or ".join(flash_runners()), required=True),
     Key("target", "pyOCD target name (runner pyocd)"),
     Key("config", "OpenOCD config file or files (runner openocd)"),
     Key("frequency", "SWD/JTAG clock in Hz, when the probe's default does not suit the board"),
 )
 
-
 def _names(keys: Iterable[Key]) -> list[str]:
     return [key.name for key in keys]
 
-
 def _required(keys: Iterable[Key]) -> list[str]:
     return [key.name for key in keys if key.required]
-
-
-@dataclass(frozen=True)
-class Memory:
-    name: str
-    origin: int
-    size: int
-    attrs: str
-    kind: str
-    access: tuple[str, ...]
-    latency: int
-    views: Mapping[str, int]
-
-    def address_for(self, core: str) -> int:
-        """Where `core` sees this memory's first byte."""
-        return self.views.get(core, self.origin)
-
-    def readable(self) -> bool:
-        return "r" in self.attrs
-
-    def writable(self) -> bool:
-        return "w" in self.attrs
-
-    def executable(self) -> bool:
-        return "x" in self.attrs
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Which memory holds each part of a core's own image."""
-
-    vectors: str
-    code: str
-    data: str
-    load: str
-
-    def memories(self) -> tuple[str, ...]:
-        return (self.vectors, self.code, self.data, self.load)
-
-    def roles(self, memory: str) -> tuple[str, ...]:
-        """The parts of the image (vectors, code, data, load) that live in `memory`."""
-        return tuple(
-            key for key, name in zip(LAYOUT_KEYS, self.memories(), strict=True) if name == memory
-        )
-
-
-@dataclass(frozen=True)
-class ReleaseStep:
-    """One 32-bit register access: `write` stores `value`; `set`/`clear` change `value`'s bits."""
-
-    action: str
-    address: int
-    value: int
-
-
-@dataclass(frozen=True)
-class Release:
-    """How a core that does not start at reset is started: core `by` performs `steps`, or
-    the start-up protocol `handshake` names."""
-
-    by: str
-    steps: tuple[ReleaseStep, ...]
-    handshake: str | None = None
-
-
-@dataclass(frozen=True)
-class Core:
-    name: str
-    cpu: str
-    float_abi: str
-    layout: Layout
-    boot: int = 0
-    release: Release | None = None
-    rtos: str = "none"
-
-
-@dataclass(frozen=True)
-class Device:
-    name: str
-    kind: str
-
-
-@dataclass(frozen=True)
-class Pool:
-    """A planning pool: a fixed area [address, address + size) of one memory."""
-
-    name: str
-    memory: str
-    kind: str
-    size: int
-    address: int
-    mark: Mark | None = field(default=None, compare=False, repr=False)
-    """Where the board file declares the pool, for errors about it."""
-
-
-@dataclass(frozen=True)
-class Stack:
-    """A stack area [address, address + size); it grows down from the top."""
-
-    memory: str
-    size: int
-    address: int
-
-
-@dataclass(frozen=True)
-class Context:
-    """An execution context. `stack` is the stack its entry runs on (None for an isr that
-    runs on the stacks it preempts); a context that declares `threads: N` also starts N
-    worker threads, each on a stack of its own (`thread_stacks`, the size of `stack`)."""
-
-    name: str
-    core: str
-    kind: str
-    entry: str
-    stack: Stack | None
-    max_stack_alloca: int
-    preempts: tuple[str, ...]
-    priority: int
-    threads: int = 0
-    thread_stacks: tuple[Stack, ...] = ()
-    task: str | None = None
-    """For a task: the name the RTOS gives it."""
-    budget: int | None = None
-    """For a task whose stack the RTOS or the application allocates: its size."""
-
-    def stack_budget(self) -> int | None:
-        """Bytes of the stack this context's entry runs on, wherever it is."""
-        return self.stack.size if self.stack is not None else self.budget
-
-    def stacks(self) -> tuple[tuple[str, Stack], ...]:
-        """Every stack of this context with its label: its own, then each thread's."""
-        own = ((f"{self.name}.stack", self.stack),) if self.stack else ()
-        threads = tuple(
-            (f"{self.name}.thread{index}.stack", stack)
-            for index, stack in enumerate(self.thread_stacks)
-        )
-        return own + threads
-
-
-@dataclass(frozen=True)
-class QemuRun:
-    machine: str
-
-
-@dataclass(frozen=True)
-class FlashRun:
-    """A debug-probe runner: pyOCD with a `target`, or OpenOCD with `config` files; and the
-    probe clock (`frequency`, Hz) if the board needs one."""
-
-    runner: str
-    target: str | None = None
-    config: tuple[str, ...] = ()
-    frequency: int | None = None
-
-
-@dataclass(frozen=True)
-class Run:
-    qemu: QemuRun | None = None
-    flash: FlashRun | None = None
-
-
-@dataclass(frozen=True)
-class Area:
-    """A pool or a stack inside a memory, at the address one core sees it."""
-
-    kind: str
-    name: str
-    address: int
-    size: int
-
-
-@dataclass(frozen=True)
-class MappedMemory:
-    """A memory as one core sees it: where, which parts of its image, who else reaches it."""
-
-    memory: Memory
-    address: int
-    roles: tuple[str, ...]
-    shared_with: tuple[str, ...]
-    areas: tuple[Area, ...]
-
-
-@dataclass(frozen=True)
-class Board:
-    name: str
-    summary: str
-    cores: Mapping[str, Core]
-    devices: Mapping[str, Device]
-    memories: Mapping[str, Memory]
-    pools: Mapping[str, Pool]
-    contexts: Mapping[str, Context]
-    qemu_machine: str | None
-    source: str
-    run: Run = field(default_factory=Run)
-    # Hint sets from the board file's `stack_hints:`, in file order.
-    stack_hints: tuple[StackHints, ...] = ()
-
-    @classmethod
-    def from_file(cls, path: Path) -> Board:
-        return cls.from_document(_load_with_extends(path, ()))
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any], source: str = "<data>") -> Board:
-        return cls.from_document(Document.from_data(copy.deepcopy(dict(data)), source))
-
-    @classmethod
-    def from_document(cls, doc: Document) -> Board:
-        return _BoardReader(doc).read()
-
-    def core_of(self, user: str) -> str | None:
-        """The core a context runs on; None for a device."""
-        context = self.contexts.get(user)
-        return context.core if context else None
-
-    def reaches(self, user: str, memory: str) -> bool:
-        """Whether a context (through its core) or a device can access `memory`."""
-        who = self.core_of(user) or user
-        return who in self.memories[memory].access
-
-    def memory_map(self, core: str) -> tuple[MappedMemory, ...]:
-        """Every memory `core` reaches, at the address it sees it, lowest first, with the
-        pools and stacks inside it."""
-        layout = self.cores[core].layout
-        mapped = []
-        for memory in self.memories.values():
-            if core not in memory.access:
-                continue
-            shift = memory.address_for(core) - memory.origin
-            areas = [
-                Area("pool", pool.name, pool.address + shift, pool.size)
-                for pool in self.pools.values()
-                if pool.memory == memory.name
-            ]
-            for context in self.contexts.values():
-                for label, stack in context.stacks():
-                    if stack.memory == memory.name:
-                        areas.append(Area("stack", label, stack.address + shift, stack.size))
-            mapped.append(
-                MappedMemory(
-                    memory=memory,
-                    address=memory.address_for(core),
-                    roles=layout.roles(memory.name),
-                    shared_with=tuple(who for who in memory.access if who != core),
-                    areas=tuple(sorted(areas, key=lambda area: area.address)),
-                )
-            )
-        return tuple(sorted(mapped, key=lambda entry: entry.address))
-
-    def to_data(self) -> dict[str, Any]:
-        """The resolved board as plain data, with every computed address filled in."""
-        return {
-            "name": self.name,
-            "summary": self.summary,
-            "qemu_machine": self.qemu_machine,
-            "cores": {name: _core_data(core) for name, core in self.cores.items()},
-            "devices": {name: {"kind": device.kind} for name, device in self.devices.items()},
-            "memories": {
-                name: {
-                    "origin": memory.origin,
-                    "size": memory.size,
-                    "attrs": memory.attrs,
-                    "kind": memory.kind,
-                    "access": list(memory.access),
-                    "latency": memory.latency,
-                    "views": dict(memory.views),
-                }
-                for name, memory in self.memories.items()
-            },
-            "pools": {
-                name: {
-                    "memory": pool.memory,
-                    "kind": pool.kind,
-                    "size": pool.size,
-                    "address": pool.address,
-                }
-                for name, pool in self.pools.items()
-            },
-            "contexts": {name: _context_data(context) for name, context in self.contexts.items()},
-            "run": _run_data(self.run),
-        }
-
-
-def _stack_data(stack: Stack | None) -> dict[str, Any] | None:
-    if stack is None:
-        return None
-    return {"memory": stack.memory, "size": stack.size, "address": stack.address}
-
-
-def _core_data(core: Core) -> dict[str, Any]:
-    release = None
-    if core.release is not None:
-        release = {
-            "by": core.release.by,
-            "steps": [
-                {step.action: step.address, _OPERANDS[step.action]: step.value}
-                for step in core.release.steps
-            ],
-        }
-        if core.release.handshake:
-            release["handshake"] = core.release.handshake
-    return {
-        "cpu": core.cpu,
-        "float_abi": core.float_abi,
-        "layout": dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True)),
-        "boot": core.boot,
-        "release": release,
-        "rtos": core.rtos,
-    }
-
-
-def _context_data(context: Context) -> dict[str, Any]:
-    return {
-        "core": context.core,
-        "kind": context.kind,
-        "entry": context.entry,
-        "stack": _stack_data(context.stack),
-        "threads": context.threads,
-        "thread_stacks": [_stack_data(stack) for stack in context.thread_stacks],
-        "max_stack_alloca": context.max_stack_alloca,
-        "preempts": list(context.preempts),
-        "priority": context.priority,
-        "task": context.task,
-        "budget": context.budget,
-    }
-
-
-def _run_data(run: Run) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    if run.qemu is not None:
-        data["qemu"] = {"machine": run.qemu.machine}
-    if run.flash is not None:
-        flash: dict[str, Any] = {"runner": run.flash.runner}
-        if run.flash.target is not None:
-            flash["target"] = run.flash.target
-        if run.flash.config:
-            flash["config"] = list(run.flash.config)
-        if run.flash.frequency is not None:
-            flash["frequency"] = run.flash.frequency
-        data["flash"] = flash
-    return data
-
-
-def load_board(spec: str | Path) -> Board:
-    """A board by bundled name or by path to a board file."""
-    return Board.from_file(board_path(spec))
-
 
 def board_path(spec: str | Path) -> Path:
     text = str(spec)
@@ -553,8 +209,7 @@ def board_path(spec: str | Path) -> Path:
         return path
     raise InputError(f"no bundled board {text!r}; {suggest(text, bundled)}", key="BOARD")
 
-
-def _load_with_extends(path: Path, seen: tuple[Path, ...]) -> Document:
+def load_with_extends(path: Path, seen: tuple[Path, ...]) -> Document:
     doc = Document.from_file(path)
     node = Node(doc)
     if not isinstance(doc.data, dict):
@@ -575,10 +230,9 @@ def _load_with_extends(path: Path, seen: tuple[Path, ...]) -> Document:
         raise parent.error("boards extend each other in a circle")
     if not node.has("name"):
         raise node.error("a board that extends another needs a name of its own")
-    base = _load_with_extends(base_path, (*seen, path.resolve()))
+    base = load_with_extends(base_path, (*seen, path.resolve()))
     del doc.data["extends"]
     return _merge(base, doc)
-
 
 def _merge(base: Document, top: Document) -> Document:
     """`top` over `base`: mappings merge key by key, a key set to null in `top` removes it,
@@ -598,7 +252,6 @@ def _merge(base: Document, top: Document) -> Document:
             merged.key_marks[path] = source.key_marks[path]
     return merged
 
-
 def _paths(data: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
     yield path
     if isinstance(data, dict):
@@ -608,7 +261,6 @@ def _paths(data: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str | int, 
         for index, value in enumerate(data):
             yield from _paths(value, (*path, index))
 
-
 def _check_version(node: Node) -> None:
     version = node.get("memplace")
     if version is None:
@@ -616,13 +268,18 @@ def _check_version(node: Node) -> None:
     if version.value != VERSION:
         raise version.error(f"this memplace reads {VERSION}, not {version.value!r}")
 
+def read_board(doc: Document) -> dict[str, Any]:
+    """The fields of the `Board` that `doc` describes, every rule checked."""
+    return BoardReader(doc).read()
 
-class _BoardReader:
+
+class BoardReader:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
         self.root = Node(doc)
 
-    def read(self) -> Board:
+    def read(self) -> dict[str, Any]:
+        """The board's fields, every rule checked and every address given."""
         root = self.root
         if not isinstance(root.value, dict):
             raise root.error("a board file is a mapping")
@@ -663,10 +320,10 @@ class _BoardReader:
         if not context_specs:
             raise contexts_node.error("a board needs at least one context")
         _check_contexts(contexts_node, context_specs, cores)
-        pools, stacks = _reserve(pool_specs, context_specs, memories, cores, self.doc.file)
+        pools, stacks = reserve(pool_specs, context_specs, memories, cores, self.doc.file)
         contexts = {spec.name: spec.build(stacks) for spec in context_specs}
         run = self._run()
-        return Board(
+        return dict(
             name=name,
             summary=summary,
             cores=cores,
@@ -747,7 +404,7 @@ class _BoardReader:
         item: Node,
         memories: Mapping[str, Memory],
         cores: Mapping[str, Core],
-    ) -> _PoolSpec:
+    ) -> PoolSpec:
         item.mapping(_names(POOL_KEYS), required=_required(POOL_KEYS))
         memory = _memory_ref(item.child("memory"), memories)
         kind = item.child("kind").choice(POOL_KINDS)
@@ -766,7 +423,7 @@ class _BoardReader:
                 f"add a core to that memory's access list"
             )
         size = item.child("size").size() if item.has("size") else None
-        return _PoolSpec(_name(item, key, "pool"), memory, kind, size, item)
+        return PoolSpec(_name(item, key, "pool"), memory, kind, size, item)
 
     def _context(
         self,
@@ -775,7 +432,7 @@ class _BoardReader:
         cores: Mapping[str, Core],
         devices: Mapping[str, Device],
         memories: Mapping[str, Memory],
-    ) -> _ContextSpec:
+    ) -> ContextSpec:
         name = _name(item, key)
         if name in RESERVED_CONTEXT_NAMES:
             raise item.key_error(f"{name!r} is a scope word; give this context another name")
@@ -809,7 +466,7 @@ class _BoardReader:
         _check_alloca(item, alloca, stack)
         priority = _priority(item.get("priority"), kind)
         preempts_node = item.get("preempts")
-        return _ContextSpec(
+        return ContextSpec(
             name=name,
             core=core,
             kind=kind,
@@ -838,50 +495,6 @@ class _BoardReader:
             flash=_flash(flash) if flash is not None else None,
         )
 
-
-@dataclass(frozen=True)
-class _PoolSpec:
-    name: str
-    memory: str
-    kind: str
-    size: int | None
-    node: Node
-
-
-@dataclass(frozen=True)
-class _ContextSpec:
-    name: str
-    core: str
-    kind: str
-    entry: str
-    stack: tuple[str, int] | None
-    node: Node
-    max_stack_alloca: int
-    preempts: tuple[str, ...]
-    priority: int
-    threads: int
-    task: str | None = None
-    budget: int | None = None
-
-    def build(self, stacks: Mapping[tuple[str, int], Stack]) -> Context:
-        """The context, with its stacks as `_reserve` placed them (thread -1: its own)."""
-        thread_stacks = tuple(stacks[(self.name, index)] for index in range(self.threads))
-        return Context(
-            self.name,
-            self.core,
-            self.kind,
-            self.entry,
-            stacks.get((self.name, -1)),
-            self.max_stack_alloca,
-            self.preempts,
-            self.priority,
-            self.threads,
-            thread_stacks,
-            self.task,
-            self.budget,
-        )
-
-
 def _name(item: Node, key: str | int, kind: str = "") -> str:
     """The key of `item` in its mapping, checked to be a C identifier that can name a
     thing of the generated project (`kind`: what the project makes of it, `names`)."""
@@ -891,7 +504,6 @@ def _name(item: Node, key: str | int, kind: str = "") -> str:
     if problem:
         raise item.key_error(problem)
     return str(key)
-
 
 def _check_macro_names(pools_node: Node) -> None:
     """Pools whose names differ only in case would give the header the same macros."""
@@ -904,13 +516,11 @@ def _check_macro_names(pools_node: Node) -> None:
                 f"macros ({key.upper()}_...); rename one of them"
             )
 
-
 def _memory_ref(node: Node, memories: Mapping[str, Memory]) -> str:
     memory = node.string()
     if memory not in memories:
         raise node.error(f"no memory {memory!r}; {suggest(memory, memories)}")
     return memory
-
 
 def _access(node: Node, users: list[str]) -> list[str]:
     access = node.names()
@@ -921,7 +531,6 @@ def _access(node: Node, users: list[str]) -> list[str]:
             place = node.child(index) if isinstance(node.value, list) else node
             raise place.error(f"no core or device {who!r}; {suggest(who, users)}")
     return access
-
 
 def _views(item: Node, cores: list[str], access: list[str], size: int) -> dict[str, int]:
     views: dict[str, int] = {}
@@ -938,7 +547,6 @@ def _views(item: Node, cores: list[str], access: list[str], size: int) -> dict[s
             raise view.error(f"core {core!r} would see this memory end past 4 GiB")
         views[core] = address
     return views
-
 
 def _layout(node: Node, core: str, memories: Mapping[str, Memory]) -> Layout:
     node.mapping(_names(LAYOUT_FIELDS), required=_required(LAYOUT_FIELDS))
@@ -965,7 +573,6 @@ def _layout(node: Node, core: str, memories: Mapping[str, Memory]) -> Layout:
         )
     return Layout(**chosen)
 
-
 def _check_layout_attrs(node: Node, part: str, memory: Memory) -> None:
     needs = {"vectors": "r", "code": "rx", "data": "rw", "load": "r"}[part]
     missing = [letter for letter in needs if letter not in memory.attrs]
@@ -974,7 +581,6 @@ def _check_layout_attrs(node: Node, part: str, memory: Memory) -> None:
             f"{part} needs a memory with {needs!r}; {memory.name!r} is {memory.attrs!r} "
             f"(add the missing letters to its attrs, or pick another memory)"
         )
-
 
 def _boot(node: Node, core: str, vectors: Memory) -> int:
     boot = node.integer()
@@ -988,7 +594,6 @@ def _boot(node: Node, core: str, vectors: Memory) -> int:
         raise node.error(f"a vector table starts on a {VECTOR_ALIGN}-byte boundary (VTOR)")
     return boot
 
-
 def _release(node: Node) -> Release:
     node.mapping(_names(RELEASE_KEYS), required=_required(RELEASE_KEYS))
     by = node.child("by").name()
@@ -1001,7 +606,6 @@ def _release(node: Node) -> Release:
             raise node.child("handshake").error("a release has steps or a handshake, not both")
     return Release(by, steps, handshake)
 
-
 def _step(node: Node) -> ReleaseStep:
     node.mapping(_names(STEP_KEYS))
     actions = [action for action in STEP_ACTIONS if node.has(action)]
@@ -1011,7 +615,7 @@ def _step(node: Node) -> ReleaseStep:
             "or {clear: ADDRESS, mask: BITS}"
         )
     action = actions[0]
-    operand = _OPERANDS[action]
+    operand = OPERANDS[action]
     other = "mask" if operand == "value" else "value"
     if node.has(other) or not node.has(operand):
         raise node.error(f"a {action} step takes `{operand}`")
@@ -1020,13 +624,11 @@ def _step(node: Node) -> ReleaseStep:
         raise node.child(action).error("a register address is a multiple of 4")
     return ReleaseStep(action, address, _word(node.child(operand)))
 
-
 def _word(node: Node) -> int:
     value = node.integer()
     if value >= ADDRESS_SPACE:
         raise node.error(f"expected a 32-bit value, got 0x{value:x}")
     return value
-
 
 def _task(item: Node, key: str, core: Core) -> tuple[int | None, str]:
     """A task's stack size (when the RTOS allocates the stack) and the name its RTOS
@@ -1045,7 +647,6 @@ def _task(item: Node, key: str, core: Core) -> tuple[int | None, str]:
     if not task:
         raise item.child("task").error("a task's name is not empty")
     return budget, task
-
 
 def _stack(node: Node | None, core: str, memories: Mapping[str, Memory]) -> tuple[str, int] | None:
     if node is None:
@@ -1067,7 +668,6 @@ def _stack(node: Node | None, core: str, memories: Mapping[str, Memory]) -> tupl
         )
     return memory, size
 
-
 def _entry(node: Node | None, default: str) -> str:
     if node is None:
         return default
@@ -1075,7 +675,6 @@ def _entry(node: Node | None, default: str) -> str:
     if entry in C_KEYWORDS:
         raise node.error(f"{entry!r} is a C keyword; name a function")
     return entry
-
 
 def _priority(node: Node | None, kind: str) -> int:
     if node is None:
@@ -1091,7 +690,6 @@ def _priority(node: Node | None, kind: str) -> int:
         raise node.error(f"an exception priority is 0..{MAX_PRIORITY}, got {priority}")
     return priority
 
-
 def _check_alloca(item: Node, alloca: int, stack: tuple[str, int] | None) -> None:
     if stack is None and alloca:
         raise item.child("max_stack_alloca").error(
@@ -1102,25 +700,32 @@ def _check_alloca(item: Node, alloca: int, stack: tuple[str, int] | None) -> Non
             f"{alloca} is more than the whole stack ({stack[1]} bytes)"
         )
 
-
 def _flash(node: Node) -> FlashRun:
     node.mapping(_names(FLASH_KEYS), required=_required(FLASH_KEYS))
-    runner = node.child("runner").choice(RUNNERS)
-    needs, refuses = ("target", "config") if runner == "pyocd" else ("config", "target")
-    if not node.has(needs):
-        raise node.error(f"runner {runner} needs `{needs}`")
-    if node.has(refuses):
-        raise node.child(refuses).key_error(f"runner {runner} takes `{needs}`, not `{refuses}`")
+    runner = node.child("runner").choice(flash_runners())
+    caps = DECLARED[runner]  # what the runner itself declares it needs and takes
+    for needed in sorted(caps.needs):
+        if not node.has(needed):
+            raise node.error(f"runner {runner} needs `{needed}`")
+    for key in BOARD_SETTINGS:
+        if node.has(key) and key not in caps.settings:
+            listed = ", ".join(f"`{name}`" for name in sorted(caps.needs))
+            raise node.child(key).key_error(f"runner {runner} takes {listed}, not `{key}`")
     frequency = node.child("frequency").integer(minimum=1) if node.has("frequency") else None
-    if runner == "pyocd":
-        return FlashRun(runner, target=node.child("target").string(), frequency=frequency)
+    target = node.child("target").string() if node.has("target") else None
+    return FlashRun(runner, target=target, config=_configs(node), frequency=frequency)
+
+
+def _configs(node: Node) -> tuple[str, ...]:
+    """The OpenOCD config files `config` names: one, or a list of at least one."""
+    if not node.has("config"):
+        return ()
     config = node.child("config")
     files = [config.string()] if isinstance(config.value, str) else []
     files += [item.string() for item in config.elements()] if isinstance(config.value, list) else []
     if not files:
         raise config.error("name at least one OpenOCD config file")
-    return FlashRun(runner, config=tuple(files), frequency=frequency)
-
+    return tuple(files)
 
 def _check_releases(cores_node: Node, cores: Mapping[str, Core]) -> None:
     """A released core is released by a core that itself starts at reset (so some core
@@ -1140,7 +745,6 @@ def _check_releases(cores_node: Node, cores: Mapping[str, Core]) -> None:
                 f"name a core that starts at reset"
             )
 
-
 def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
     """Two images never put their own sections in one memory: each grows from its bottom."""
     owner: dict[str, str] = {}
@@ -1155,7 +759,6 @@ def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
                     f"core {first!r} already puts its image in memory {memory!r} ({part} of "
                     f"core {name!r}); give each core a memory of its own (split the memory in two)"
                 )
-
 
 def _check_views(memories_node: Node, cores: Iterable[str], memories: Mapping[str, Memory]) -> None:
     """No core may see two memories at overlapping addresses. The error points at the
@@ -1180,9 +783,8 @@ def _check_views(memories_node: Node, cores: Iterable[str], memories: Mapping[st
                 f"0x{high_end:08x})); move one"
             )
 
-
 def _check_contexts(
-    contexts_node: Node, specs: list[_ContextSpec], cores: Mapping[str, Core]
+    contexts_node: Node, specs: list[ContextSpec], cores: Mapping[str, Core]
 ) -> None:
     by_name = {spec.name: spec for spec in specs}
     for spec in specs:
@@ -1211,8 +813,7 @@ def _check_contexts(
                 "`preempts`, or give it a stack of its own (under an RTOS: the main stack)"
             )
 
-
-def _check_thread_names(spec: _ContextSpec, by_name: Mapping[str, _ContextSpec]) -> None:
+def _check_thread_names(spec: ContextSpec, by_name: Mapping[str, ContextSpec]) -> None:
     """A worker thread's stack is named in C as `<context>_thread<N>`
     (memplace_stack_main_thread0): no context may take that name too."""
     for index in range(spec.threads):
@@ -1223,8 +824,7 @@ def _check_thread_names(spec: _ContextSpec, by_name: Mapping[str, _ContextSpec])
                 f"{twin.name} (memplace_stack_{twin.name}); give this context another name"
             )
 
-
-def _check_preempts(spec: _ContextSpec, by_name: Mapping[str, _ContextSpec]) -> None:
+def _check_preempts(spec: ContextSpec, by_name: Mapping[str, ContextSpec]) -> None:
     node = spec.node.get("preempts")
     if node is None:
         return
@@ -1245,241 +845,3 @@ def _check_preempts(spec: _ContextSpec, by_name: Mapping[str, _ContextSpec]) -> 
                 f"an exception preempts only a less urgent one: give {spec.name!r} a priority "
                 f"below {target.priority} (lower is more urgent)"
             )
-
-
-def _align_down(value: int, align: int) -> int:
-    return value - value % align
-
-
-@dataclass(frozen=True)
-class _Area:
-    """A pool or a stack to reserve in a memory, with the node an error about its room
-    points at (for a worker thread's stack: the context's `threads`)."""
-
-    label: str
-    size: int | None
-    node: Node
-    pool: _PoolSpec | None = None
-    stack: tuple[str, int] = ("", -1)  # (context, thread); thread -1: the context's own
-
-    def written_in(self, file: str) -> bool:
-        """Whether `file` sets this area's size (not a board it extends)."""
-        size = self.node.child("size") if self.node.has("size") else self.node
-        return size.doc.mark(size.path).file == file
-
-
-def _areas(memory: str, pools: list[_PoolSpec], contexts: list[_ContextSpec]) -> list[_Area]:
-    """What `memory` holds, in reservation order: pools as declared, then stacks (context
-    by context: its own, then its threads')."""
-    areas = [_Area(f"pool {p.name}", p.size, p.node, pool=p) for p in pools if p.memory == memory]
-    for c in contexts:
-        if c.stack is None or c.stack[0] != memory:
-            continue
-        stack_node = c.node.child("stack")
-        areas.append(_Area(f"stack {c.name}.stack", c.stack[1], stack_node, stack=(c.name, -1)))
-        threads_node = c.node.child("threads") if c.threads else stack_node
-        areas += [
-            _Area(f"stack {c.name}.thread{t}.stack", c.stack[1], threads_node, stack=(c.name, t))
-            for t in range(c.threads)
-        ]
-    return areas
-
-
-def _overflowing(areas: list[_Area], limit: int, file: str) -> _Area:
-    """The area to blame when `areas` need more than `limit` bytes: the first one that
-    takes the total past it, preferring those `file` sets over those of a board it extends
-    (then, if none of those passes the limit, the last that `file` sets)."""
-    passing, total = [], 0
-    for area in areas:
-        total += area.size or 0
-        if total > limit:
-            passing.append(area)
-    mine = [area for area in areas if area.written_in(file)]
-    return next((a for a in passing if a in mine), mine[-1] if mine else passing[0])
-
-
-def _room_error(areas: list[_Area], limit: int, file: str, message: str) -> InputError:
-    return _overflowing(areas, limit, file).node.error(f"{message} ({_listing(areas)})")
-
-
-def _listing(areas: list[_Area]) -> str:
-    """What the areas take, with a context's worker-thread stacks counted as one item."""
-    threads = Counter(a.stack[0] for a in areas if a.stack[1] >= 0)
-    parts = []
-    for area in areas:
-        size = human_size(area.size or 0)
-        if area.stack[1] < 0:
-            parts.append(f"{area.label} {size}")
-        elif area.stack[1] == 0:
-            parts.append(f"{threads[area.stack[0]]} thread stacks of {area.stack[0]} {size} each")
-    return ", ".join(parts)
-
-
-def _reserve(
-    pools: list[_PoolSpec],
-    contexts: list[_ContextSpec],
-    memories: Mapping[str, Memory],
-    cores: Mapping[str, Core],
-    file: str,
-) -> tuple[dict[str, Pool], dict[tuple[str, int], Stack]]:
-    """Give every pool and stack its address.
-
-    In each memory, pools (in declaration order) then stacks (context by context: its own,
-    then its threads') take the top; the image's own sections (vectors, code, data) grow from the
-    bottom. A pool without a size takes what is left, which is only defined in a memory
-    that holds no image sections. Errors about room blame an area `file` sets where they can.
-    """
-    image_memories = {m for core in cores.values() for m in core.layout.memories()}
-    pool_result: dict[str, Pool] = {}
-    stack_result: dict[tuple[str, int], Stack] = {}
-    for memory in memories.values():
-        here = _areas(memory.name, pools, contexts)
-        rest = _check_room(here, memory, memory.name in image_memories, file)
-        cursor = memory.origin + memory.size
-        for area in reversed(here):
-            size = area.size if area.size is not None else rest
-            align = POOL_ALIGN if area.pool is not None else STACK_ALIGN
-            start = _align_down(cursor - size, align)
-            if start < memory.origin:
-                raise area.node.error(f"does not fit in memory {memory.name!r} after alignment")
-            if area.pool is not None:
-                # An open-ended pool shrinks to stay inside the memory after alignment.
-                size = min(size, cursor - start) if area.size is None else size
-                pool = area.pool
-                mark = pool.node.doc.key_mark(pool.node.path)
-                pool_result[pool.name] = Pool(pool.name, memory.name, pool.kind, size, start, mark)
-            else:
-                stack_result[area.stack] = Stack(memory.name, size, start)
-            cursor = start
-    ordered_pools = {p.name: pool_result[p.name] for p in pools}
-    return ordered_pools, stack_result
-
-
-def _check_room(here: list[_Area], memory: Memory, holds_image: bool, file: str) -> int:
-    """Check that the areas fit `memory`; the bytes they leave."""
-    sized = sum(area.size or 0 for area in here)
-    open_ended = [area for area in here if area.size is None]
-    if len(open_ended) > 1:
-        raise open_ended[1].node.error(
-            f"only one pool in memory {memory.name!r} may leave out its size"
-        )
-    if open_ended and holds_image:
-        raise open_ended[0].node.error(
-            f"give this pool a size: memory {memory.name!r} also holds image sections"
-        )
-    if sized > memory.size:
-        raise _room_error(
-            here,
-            memory.size,
-            file,
-            f"pools and stacks in memory {memory.name!r} need {sized} bytes; it has {memory.size}",
-        )
-    rest = memory.size - sized
-    if holds_image and here and rest < IMAGE_ROOM:
-        raise _room_error(
-            here,
-            memory.size - IMAGE_ROOM,
-            file,
-            f"pools and stacks leave {rest} bytes of memory {memory.name!r} for the image "
-            f"sections it holds; leave at least {IMAGE_ROOM}",
-        )
-    if open_ended and rest < POOL_ALIGN:
-        raise open_ended[0].node.error(f"no room left in memory {memory.name!r} for this pool")
-    return rest
-
-
-def human_size(size: int) -> str:
-    """Bytes as a board file would spell them: 2M, 512K, or a plain number."""
-    for unit, scale in (("M", 1024 * 1024), ("K", 1024)):
-        if size % scale == 0:
-            return f"{size // scale}{unit}"
-    return str(size)
-
-
-def memory_map_data(board: Board) -> dict[str, Any]:
-    """The memory map as each core sees it, as plain data (`memplace boards show --json`)."""
-    return {
-        "name": board.name,
-        "summary": board.summary,
-        "cores": {
-            name: {
-                "cpu": core.cpu,
-                "boot": core.boot,
-                "released_by": core.release.by if core.release else None,
-                "memories": [
-                    {
-                        "name": entry.memory.name,
-                        "address": entry.address,
-                        "size": entry.memory.size,
-                        "attrs": entry.memory.attrs,
-                        "kind": entry.memory.kind,
-                        "latency": entry.memory.latency,
-                        "holds": list(entry.roles),
-                        "shared_with": list(entry.shared_with),
-                        "areas": [
-                            {"kind": a.kind, "name": a.name, "address": a.address, "size": a.size}
-                            for a in entry.areas
-                        ],
-                    }
-                    for entry in board.memory_map(name)
-                ],
-            }
-            for name, core in board.cores.items()
-        },
-        "devices": {
-            name: {
-                "kind": device.kind,
-                "reaches": [m.name for m in board.memories.values() if name in m.access],
-            }
-            for name, device in board.devices.items()
-        },
-    }
-
-
-def memory_map_text(board: Board) -> str:
-    """The memory map as each core sees it, for people (`memplace boards show`)."""
-    lines = [f"{board.name}: {board.summary}" if board.summary else board.name]
-    if board.run.qemu:
-        lines.append(f"runs under QEMU: -M {board.run.qemu.machine}")
-    if board.run.flash:
-        flash = board.run.flash
-        lines.append(f"flashes with {flash.runner}: {flash.target or ' '.join(flash.config)}")
-    for name, core in board.cores.items():
-        start = f"released by {core.release.by}" if core.release else "starts at reset"
-        lines += [
-            "",
-            f"core {name} ({core.cpu}, float {core.float_abi}): boots at "
-            f"0x{core.boot:08x}, {start}",
-        ]
-        for entry in board.memory_map(name):
-            memory = entry.memory
-            span = f"[0x{entry.address:08x}, 0x{entry.address + memory.size:08x})"
-            notes = [", ".join(entry.roles)] if entry.roles else []
-            notes += [f"shared with {', '.join(entry.shared_with)}"] if entry.shared_with else []
-            lines.append(
-                f"  {span}  {memory.name:<12} {human_size(memory.size):>6}  {memory.attrs:<3} "
-                f"{memory.kind:<5} latency {memory.latency:<3} {'; '.join(notes)}".rstrip()
-            )
-            for area in entry.areas:
-                area_span = f"[0x{area.address:08x}, 0x{area.address + area.size:08x})"
-                lines.append(
-                    f"      {area_span}  {area.kind} {area.name} ({human_size(area.size)})"
-                )
-    if board.devices:
-        lines += ["", "devices"]
-        for name, device in board.devices.items():
-            reached = [m.name for m in board.memories.values() if name in m.access]
-            lines.append(f"  {name} ({device.kind}) reaches {', '.join(reached) or 'nothing'}")
-    lines += ["", "contexts"]
-    for context in board.contexts.values():
-        stack = (
-            f"stack {human_size(context.stack.size)} in {context.stack.memory}"
-            if context.stack
-            else f"on the stacks of {', '.join(context.preempts)}"
-        )
-        threads = f", {context.threads} threads" if context.threads else ""
-        lines.append(
-            f"  {context.name}: {context.kind} on {context.core}, entry {context.entry}(), "
-            f"{stack}{threads}"
-        )
-    return "\n".join(lines)

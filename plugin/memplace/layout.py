@@ -1,0 +1,42 @@
+"""The generated project's layout: every name the generator writes and the verifier reads.
+
+Standard library only: the generator (`codegen`, `project`), the build, the verifier and the
+server a project carries all read the project through these names, so they cannot drift.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROJECT_VERSION = "project/v1"
+# What memplace knows of a project: its board, plan and images, at the project's top.
+MANIFEST = "memplace.json"
+# Where CMake builds, inside the project folder.
+BUILD_DIR = "build"
+# Where a project keeps stack hints (the exerciser's own, and those its board and workload
+# files gave), so that `memplace verify DIR` bounds the stacks with them as `check` does.
+HINTS_DIR = "memplace/stack_hints"
+# The record of the last run, inside the build folder.
+RUN_RECORD = "run.json"
+
+
+def build_dir(folder: Path) -> Path:
+    return folder / BUILD_DIR
+
+
+def run_record(folder: Path) -> Path:
+    return folder / BUILD_DIR / RUN_RECORD
+
+
+def thread_function(c_name: str) -> str:
+    """The function a worker thread (`c_name` as the plan's stack usage names it) starts
+    in: the root verify bounds that thread's stack from."""
+    return f"memplace_thread_{c_name}"
+
+
+def fnv1a(data: bytes) -> int:
+    """The checksum generated firmware computes over a constant's bytes (32-bit FNV-1a)."""
+    value = 0x811C9DC5
+    for byte in data:
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return value

@@ -1,0 +1,202 @@
+"""The import graph of `plugin/memplace`: no cycle, and no edge DESIGN §1's layers forbid.
+
+The graph is read from the source (every import, at module level or in a function; those
+under `if TYPE_CHECKING:` only name types and are left out), so a function-level import
+cannot hide an edge.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "plugin" / "memplace"
+
+# The model: boards, workloads, scopes, stack hints and what they are read with.
+MODEL = {"board", "workload", "scopes", "hints", "source", "names", "errors", "layout"}
+MODEL |= {"resources", "declarations"}
+# Modules of higher stages that only declare data the model reads (standard library only).
+DECLARATIONS = {"memplace.runners.capabilities"}
+# The pure core: data in, data out; nothing here starts a process.
+PURE = MODEL | {"importers", "planner", "codegen", "explain", "schema"}
+# Modules that start processes, or hold what does.
+PROCESSES = {"process", "build", "runners", "project_api", "workflow", "tflm", "cli"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes under an `if TYPE_CHECKING:`."""
+    hidden: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hidden |= {id(inner) for inner in ast.walk(node)}
+    return hidden
+
+
+def _owner(name: str) -> str | None:
+    """The module of `memplace` that `name` (a module or a name in one) is in."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str) -> set[str]:
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    hidden = _type_only(tree)
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in hidden:
+            continue
+        if isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                whole = f"{base}.{alias.name}"
+                targets.add(whole if whole in MODULES else base)
+    owners = {_owner(t) for t in targets if t.split(".")[0] == "memplace"}
+    return {o for o in owners if o is not None and o != module}
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _stage(module: str) -> str:
+    """`memplace.verify.elf` -> `verify`; `memplace` itself -> `memplace`."""
+    if module in DECLARATIONS:
+        return "declarations"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "memplace"
+
+
+def _cycle() -> list[str] | None:
+    """One import cycle, as the modules around it, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(GRAPH[module]):
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state and (found := visit(target)):
+                return found
+        stack.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(GRAPH):
+        if module not in state and (found := visit(module)):
+            return found
+    return None
+
+
+def _edges(where: set[str], to: set[str]) -> list[str]:
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if _stage(module) in where
+        for target in targets
+        if _stage(target) in to
+    )
+
+
+def test_the_graph_is_read_from_the_whole_package() -> None:
+    assert "memplace.planner.assign" in GRAPH
+    assert "memplace.planner.core" in GRAPH["memplace.planner.assign"]
+    assert "memplace.board" in GRAPH["memplace.scopes"]
+
+
+def test_no_import_cycle() -> None:
+    assert _cycle() is None, " -> ".join(_cycle() or [])
+
+
+def test_the_model_imports_no_stage_above_it() -> None:
+    assert _edges(MODEL, set(map(_stage, MODULES)) - MODEL) == []
+
+
+def test_the_workload_never_imports_its_front_ends() -> None:
+    assert _edges({"workload"}, {"importers", "tflm"}) == []
+
+
+def test_the_verifier_imports_neither_codegen_nor_build() -> None:
+    assert _edges({"verify"}, {"codegen", "build", "workflow"}) == []
+
+
+def test_the_pure_core_starts_no_process() -> None:
+    assert _edges(PURE, PROCESSES | {"verify", "project"}) == []
+    for module, path in MODULES.items():
+        if _stage(module) in PURE:
+            assert "subprocess" not in path.read_text(encoding="utf-8"), module
+
+
+def test_no_stage_imports_the_cli() -> None:
+    assert _edges(set(map(_stage, MODULES)) - {"cli"}, {"cli"}) == []
+
+
+def test_declarations_import_nothing_of_memplace() -> None:
+    assert all(GRAPH[module] <= {"memplace"} for module in DECLARATIONS)
+
+
+def test_loading_a_board_loads_no_stage_above_the_model() -> None:
+    code = (
+        "import memplace.board, sys; memplace.board.load_board('qemu-mps3-an547'); "
+        "print(sorted(m for m in sys.modules if m.startswith('memplace') or m == 'jinja2'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = {_stage(module) for module in ast.literal_eval(out.stdout) if module in MODULES}
+    assert "jinja2" not in out.stdout
+    assert loaded <= MODEL | {"memplace", "runners"}
+    assert [m for m in ast.literal_eval(out.stdout) if m.startswith("memplace.runners.")] == [
+        "memplace.runners.capabilities"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("statement", "allowed"),
+    [
+        ("import memplace.errors", {"memplace", "memplace.errors"}),
+        ("import memplace", {"memplace", "memplace.errors"}),
+    ],
+)
+def test_importing_memplace_is_light(statement: str, allowed: set[str]) -> None:
+    """`import memplace` and its errors load nothing else of memplace, nor Jinja2."""
+    loaded = "sorted(m for m in sys.modules if 'memplace' in m or m == 'jinja2')"
+    code = f"{statement}; import sys; print({loaded})"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert set(ast.literal_eval(out.stdout)) <= allowed
+
+
+def test_public_names_stay_themselves_once_every_module_is_loaded() -> None:
+    """A submodule named like a public name would replace it on import (`memplace.explain`
+    the module over `explain` the function)."""
+    code = (
+        "import importlib, memplace, pkgutil; "
+        "[importlib.import_module(m.name) for m in pkgutil.walk_packages(memplace.__path__, "
+        "'memplace.') if not m.name.endswith('_core')]; "
+        "import types; "
+        "print([n for n in memplace.__all__ if isinstance(getattr(memplace, n), types.ModuleType)])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
