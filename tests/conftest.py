@@ -158,3 +158,13 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int,
     code = main([str(arg) for arg in argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def cli_error(capsys: pytest.CaptureFixture[str], *argv: str | Path, code: int = 2) -> str:
+    """`memplace ARGV...` refused as a user sees it: exit `code` and one line on standard
+    error, no traceback. Returns that line."""
+    exit_code, _, err = run_cli(capsys, *argv)
+    assert exit_code == code, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+    return err.strip()

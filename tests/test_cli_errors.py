@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import cli_error
 from memplace.cli import main
 from memplace.resources import demo_workload
 
@@ -16,11 +16,7 @@ BOARD = "qemu-mps3-an547"
 
 
 def _fails(capsys: pytest.CaptureFixture[str], code: int, *argv: str) -> str:
-    exit_code, _, err = run_cli(capsys, *argv)
-    assert exit_code == code
-    assert len(err.strip().splitlines()) == 1, err
-    assert "Traceback" not in err
-    return err.strip()
+    return cli_error(capsys, *argv, code=code)
 
 
 @pytest.fixture

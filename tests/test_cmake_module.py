@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from memplace.board import Board, load_board
 from memplace.cli import main
 from memplace.workflow import generate
@@ -217,9 +218,7 @@ def test_a_user_function_over_the_stack_budget_fails_the_build(example: Example)
 
 
 def _verify(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(["verify", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, "verify", *argv)
 
 
 def test_objects_must_be_a_folder_with_gccs_files(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cli_error
 from memplace.cli import main
 from memplace.errors import InputError
 from memplace.importers import load_workload
@@ -28,10 +29,7 @@ def _workload(folder: Path, data_file: str, size: int | None = None) -> Path:
 
 
 def _plan_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    assert main(["plan", BOARD, *argv]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    return err.strip()
+    return cli_error(capsys, "plan", BOARD, *argv)
 
 
 @pytest.mark.parametrize("data_file", ["/etc/passwd", "../../../../../../etc/passwd", "../x.bin"])

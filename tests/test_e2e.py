@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import moved_onto
+from conftest import moved_onto, run_cli
 from memplace.board import Board
 from memplace.build import build
 from memplace.cli import main
@@ -67,8 +67,8 @@ def test_overlapping_live_buffers_fail_the_run(
 
 
 def _verify_json(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:  # type: ignore[type-arg]
-    code = main(["verify", str(folder), "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    code, out, _ = run_cli(capsys, "verify", folder, "--json")
+    return code, json.loads(out)
 
 
 def test_a_pool_moved_to_another_memory_is_caught(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cli_error
 from memplace import resources
 from memplace.cli import main
 
@@ -21,9 +22,7 @@ def _error(capsys: pytest.CaptureFixture[str], tmp_path: Path, board: str, work:
     (tmp_path / "w.yaml").write_text(work)
     out = tmp_path / "out"
     argv = ["generate", str(tmp_path / "b.yaml"), str(tmp_path / "w.yaml"), "--out", str(out)]
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    err = cli_error(capsys, *argv)
     assert not out.exists()
     return err
 
