@@ -306,7 +306,43 @@ def variable_model() -> bytes:
     return build([main, branch, other])
 
 
-MODELS = {"if": if_model, "while": while_model, "variable": variable_model}
+def twice_model() -> bytes:
+    """Two IFs run the same two branches: c = IF(flag, x + x) * x; z = IF(flag, c). A
+    fourth subgraph nothing calls holds tensors of no scope."""
+    n = 2 * UNIT
+    main = Sub(
+        [T("x", [1, n]), T("flag", [1], BOOL), *(T(name, [1, n]) for name in "abcz")],
+        [
+            Op(B.ADD, [0, 0], [2]),
+            Op(B.IF, [1, 2], [3], [1, 2]),
+            Op(B.MUL, [3, 0], [4]),
+            Op(B.IF, [1, 4], [5], [1, 2]),
+        ],
+        [0, 1],
+        [5],
+    )
+    square = Sub(
+        [T("in", [1, n]), T("m", [1, n]), T("out", [1, n])],
+        [Op(B.MUL, [0, 0], [1]), Op(B.ADD, [1, 0], [2])],
+        [0],
+        [2],
+    )
+    double = Sub([T("in", [1, n]), T("out", [1, n])], [Op(B.ADD, [0, 0], [1])], [0], [1])
+    unused = Sub(
+        [T("in", [1, 4 * n]), T("p", [1, 4 * n]), T("out", [1, 4 * n])],
+        [Op(B.ADD, [0, 0], [1]), Op(B.MUL, [1, 1], [2])],
+        [0],
+        [2],
+    )
+    return build([main, square, double, unused])
+
+
+MODELS = {
+    "if": if_model,
+    "while": while_model,
+    "variable": variable_model,
+    "twice": twice_model,
+}
 
 
 @pytest.fixture(scope="module")
@@ -350,7 +386,7 @@ def test_planned_model_runs_bit_identical(name: str, planned: dict[str, Any]) ->
         assert len(want) == len(got) == 4
         for a, b in zip(want, got, strict=True):
             assert a.dtype == b.dtype and np.array_equal(a, b)
-    if name == "if":  # both branches ran, and gave different values
+    if name in ("if", "twice"):  # both branches ran, and gave different values
         assert not np.array_equal(want[0], want[1])
 
 
