@@ -43,17 +43,19 @@ class T:
     dtype: int = F32
     data: bytes | None = None
     variable: bool = False
+    scale: float = 0.0  # int8: quantised with this scale and zero point 0
 
 
 @dataclass
 class Op:
     """An operator; `calls` names the subgraphs of IF (then, else), WHILE (cond, body) or
-    CALL_ONCE (init)."""
+    CALL_ONCE (init); `pool` a pooling's window and stride."""
 
     code: int
     inputs: Sequence[int]
     outputs: Sequence[int]
     calls: Sequence[int] = ()
+    pool: int = 0
 
 
 @dataclass
@@ -123,7 +125,10 @@ def build(subgraphs: Sequence[Sub]) -> bytes:
         tensors = []
         for t in sub.tensors:
             name, shape = b.CreateString(t.name), ints(t.shape)
+            quantization = _quantization(b, t.scale) if t.scale else None
             tflite.TensorStart(b)
+            if quantization is not None:
+                tflite.TensorAddQuantization(b, quantization)
             tflite.TensorAddShape(b, shape)
             tflite.TensorAddType(b, t.dtype)
             tflite.TensorAddBuffer(b, buffer)
@@ -140,6 +145,18 @@ def build(subgraphs: Sequence[Sub]) -> bytes:
                 for add, called in zip(fields, op.calls, strict=True):
                     add(b, called)
                 options = end(b)
+            elif op.pool:
+                kind = tflite.BuiltinOptions.Pool2DOptions
+                tflite.Pool2DOptionsStart(b)
+                tflite.Pool2DOptionsAddPadding(b, tflite.Padding.VALID)
+                for add in (
+                    tflite.Pool2DOptionsAddStrideW,
+                    tflite.Pool2DOptionsAddStrideH,
+                    tflite.Pool2DOptionsAddFilterWidth,
+                    tflite.Pool2DOptionsAddFilterHeight,
+                ):
+                    add(b, op.pool)
+                options = tflite.Pool2DOptionsEnd(b)
             inputs, outputs = ints(op.inputs), ints(op.outputs)
             tflite.OperatorStart(b)
             tflite.OperatorAddOpcodeIndex(b, codes.index(op.code))
@@ -172,6 +189,19 @@ def build(subgraphs: Sequence[Sub]) -> bytes:
     tflite.ModelAddBuffers(b, model[2])
     b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+def _quantization(b: flatbuffers.Builder, scale: float) -> int:
+    tflite.QuantizationParametersStartScaleVector(b, 1)
+    b.PrependFloat32(scale)
+    scales = b.EndVector()
+    tflite.QuantizationParametersStartZeroPointVector(b, 1)
+    b.PrependInt64(0)
+    zero_points = b.EndVector()
+    tflite.QuantizationParametersStart(b)
+    tflite.QuantizationParametersAddScale(b, scales)
+    tflite.QuantizationParametersAddZeroPoint(b, zero_points)
+    return int(tflite.QuantizationParametersEnd(b))
 
 
 def _floats(value: float, shape: Sequence[int]) -> bytes:
@@ -337,11 +367,41 @@ def twice_model() -> bytes:
     return build([main, square, double, unused])
 
 
+def pool_model() -> bytes:
+    """int8: y = IF(flag, x), the then branch an average pool of 2x2, the else branch a
+    max pool; with CMSIS-NN on a DSP core the average pool asks int32 sums per channel."""
+    int8 = tflite.TensorType.INT8
+
+    def q(name: str, shape: list[int]) -> T:
+        return T(name, shape, int8, scale=0.05)
+
+    main = Sub(
+        [q("x", [1, 8, 8, 16]), T("flag", [1], BOOL), q("y", [1, 4, 4, 16])],
+        [Op(B.IF, [1, 0], [2], [1, 2])],
+        [0, 1],
+        [2],
+    )
+    average = Sub(
+        [q("in", [1, 8, 8, 16]), q("out", [1, 4, 4, 16])],
+        [Op(B.AVERAGE_POOL_2D, [0], [1], pool=2)],
+        [0],
+        [1],
+    )
+    largest = Sub(
+        [q("in", [1, 8, 8, 16]), q("out", [1, 4, 4, 16])],
+        [Op(B.MAX_POOL_2D, [0], [1], pool=2)],
+        [0],
+        [1],
+    )
+    return build([main, average, largest])
+
+
 MODELS = {
     "if": if_model,
     "while": while_model,
     "variable": variable_model,
     "twice": twice_model,
+    "pool": pool_model,
 }
 
 
@@ -370,6 +430,8 @@ def _outputs(data: bytes, seed: int) -> list[np.ndarray]:
             details = interpreter.get_input_details(k)
             if details["dtype"] == np.bool_:
                 values = np.full(details["shape"], run % 2 == 0)
+            elif details["dtype"] == np.int8:
+                values = rng.integers(-128, 127, details["shape"], np.int8, endpoint=True)
             else:
                 values = rng.standard_normal(details["shape"]).astype(details["dtype"])
             interpreter.set_input(values, k)
@@ -386,7 +448,7 @@ def test_planned_model_runs_bit_identical(name: str, planned: dict[str, Any]) ->
         assert len(want) == len(got) == 4
         for a, b in zip(want, got, strict=True):
             assert a.dtype == b.dtype and np.array_equal(a, b)
-    if name in ("if", "twice"):  # both branches ran, and gave different values
+    if name in ("if", "twice", "pool"):  # both branches ran, and gave different values
         assert not np.array_equal(want[0], want[1])
 
 
@@ -534,3 +596,33 @@ def test_models_it_refuses(
     line = cli_error(capsys, "tflm", model, "--board", BOARD, "--out", tmp_path / "x.tflite")
     assert line.startswith(f"memplace: error: {model}: ") and message in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.tflite"]
+
+
+def test_cmsis_nn_scratch_of_a_branch_lives_in_its_scope(tmp_path: Path) -> None:
+    """Scopes of the pool model: 0 inputs, 1 if_0, 2 enter_sg1, 3 sg1_average_pool_2d_0,
+    4 enter_sg2, 5 sg2_max_pool_2d_0. On a Cortex-M4 (DSP) the branch's average pool asks
+    16 channels x 4 bytes in scope 3, where x (1024 bytes), flag (16), y (256) and the
+    branch's input (1024) and output (256) live: 2576 bytes grow to 2640."""
+    model = tmp_path / "pool.tflite"
+    model.write_bytes(pool_model())
+    base = ["tflm", str(model), "--board", "qemu-mps2-an386", "--out", str(tmp_path / "p.tflite")]
+    cmsis = _json([*base, "--kernels", "cmsis-nn", "--json", "--time-limit", TIME_LIMIT])
+    assert cmsis["extension"] == "dsp"
+    assert cmsis["scratch"] == [{"step": 3, "bytes": 64, "why": "int32 sums per channel"}]
+    assert cmsis["activations"] == cmsis["tflm_activations"] == 2640
+    reference = _json([*base, "--json", "--time-limit", TIME_LIMIT])
+    assert reference["scratch"] == [] and reference["activations"] == 2576
+
+
+def test_a_plan_that_takes_a_variables_slot_is_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import memplace.tflm as tflm
+
+    monkeypatch.setattr(tflm, "_spare_variables", lambda graph, offsets: tuple(offsets))
+    model, out = tmp_path / "variable.tflite", tmp_path / "planned.tflite"
+    model.write_bytes(variable_model())
+    line = cli_error(capsys, "tflm", model, "--board", BOARD, "--out", out, code=3)
+    assert "memplace's plan breaks TFLite Micro's rules, so no model was written: " in line
+    assert "at index 0 would leave variable tensor 5 (state, subgraph 1 tensor 0) without " in line
+    assert not out.exists()
