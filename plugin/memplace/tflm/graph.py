@@ -108,9 +108,9 @@ class Graph:
     tensors: tuple[Tensor, ...]
     operators: tuple[Operator, ...]
     offline: tuple[int, ...] | None
-    scopes: tuple[str, ...] = ()
-    subgraphs: int = 1
-    main_ends: tuple[int, ...] = ()  # subgraph 0's inputs and outputs
+    scopes: tuple[str, ...]  # one name per scope: inputs, add_0, enter_sg1, sg1_mul_0, ...
+    subgraphs: int
+    main_ends: tuple[int, ...]  # subgraph 0's inputs and outputs
 
     @property
     def last_scope(self) -> int:
