@@ -626,3 +626,18 @@ def test_a_plan_that_takes_a_variables_slot_is_never_written(
     assert "memplace's plan breaks TFLite Micro's rules, so no model was written: " in line
     assert "at index 0 would leave variable tensor 5 (state, subgraph 1 tensor 0) without " in line
     assert not out.exists()
+
+
+def test_without_the_runtime_a_model_of_subgraphs_is_estimated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planned: dict[str, Any]
+) -> None:
+    from memplace.tflm import runtime
+
+    monkeypatch.setattr(runtime, "available", lambda: False)
+    model, _, measured = planned["while"]
+    argv = ["tflm", str(model), "--board", BOARD, "--out", str(tmp_path / "w.tflite"), "--json"]
+    result = _json([*argv, "--time-limit", TIME_LIMIT])
+    assert result["host"] is None
+    assert result["target"]["basis"] == "from the model alone (no tflite-micro runtime)"
+    assert result["activations"] == measured["activations"]
+    assert abs(result["persistent"] - measured["persistent"]) <= measured["persistent"] / 2
