@@ -548,6 +548,15 @@ def _runs(data: bytes) -> bool:
 # -- models the runtime cannot walk ------------------------------------------------------------
 
 
+def _stale_plan() -> bytes:
+    """A model of three subgraphs whose plan counts only the main subgraph's tensors (the
+    runtime refuses it: "Nbr of offline buffer offsets (5) in metadata not equal nbr
+    tensors (14)")."""
+    data = variable_model()
+    main = tflite.Model.GetRootAs(data, 0).Subgraphs(0)
+    return with_offline_plan(data, [-1] * main.TensorsLength())
+
+
 def _branch(*ops: Op) -> Sub:
     return Sub([T("in", [1, 4]), T("out", [1, 4])], list(ops), [0], [1])
 
@@ -585,6 +594,11 @@ def _calling(then: int) -> bytes:
                 ]
             ),
             "operator 0 of subgraph 1 (ADD) names tensor 5; its subgraph has 2",
+        ),
+        (
+            _stale_plan(),
+            "its OfflineMemoryAllocation entry holds 5 offsets for 14 tensors (of all "
+            "subgraphs), so TFLite Micro refuses the model",
         ),
     ],
 )

@@ -172,7 +172,7 @@ def _read(root: Any, source: str) -> Graph:
         source,
         tensors,
         ran,
-        _offline(root, source),
+        _offline(root, source, len(tensors)),
         tuple(walk.names),
         len(subgraphs),
         tuple(dict.fromkeys(ends)),
@@ -346,8 +346,10 @@ def _tensor(
     return Tensor(index, name, dtype, shape, size, variable, constant, first, last, subgraph, local)
 
 
-def _offline(root: Any, source: str) -> tuple[int, ...] | None:
-    """The offsets of an `OfflineMemoryAllocation` entry the model already carries."""
+def _offline(root: Any, source: str, tensors: int) -> tuple[int, ...] | None:
+    """The offsets of an `OfflineMemoryAllocation` entry the model already carries; one
+    whose count is not the model's number of tensors (all subgraphs') the runtime
+    refuses, and so does memplace."""
     for index in range(root.MetadataLength()):
         entry = root.Metadata(index)
         if (entry.Name() or b"").decode("utf-8", "replace") != OFFLINE_METADATA:
@@ -356,6 +358,12 @@ def _offline(root: Any, source: str) -> tuple[int, ...] | None:
         words = data.view("<i4") if len(data) % 4 == 0 else None
         if words is None or len(words) < 3 or len(words) != 3 + int(words[2]):
             raise InputError(f"its {OFFLINE_METADATA} entry is damaged", key=source)
+        if int(words[2]) != tensors:
+            raise InputError(
+                f"its {OFFLINE_METADATA} entry holds {int(words[2])} offsets for {tensors} "
+                "tensors (of all subgraphs), so TFLite Micro refuses the model",
+                key=source,
+            )
         return tuple(int(word) for word in words[3:])
     return None
 
