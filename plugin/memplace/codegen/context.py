@@ -533,7 +533,11 @@ def _release_table(board: Board, core: Core) -> dict[str, Any] | None:
         "releaser": by,
         "magic": RELEASE_TABLE_MAGIC,
         "entries": [
-            {"section": name, "load_shift": shift(layout.load), "run_shift": shift(run_memory[name])}
+            {
+                "section": name,
+                "load_shift": shift(layout.load),
+                "run_shift": shift(run_memory[name]),
+            }
             for name in boot_sections(core)
         ],
     }
