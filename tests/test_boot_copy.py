@@ -39,6 +39,16 @@ cores:
     layout: {vectors: ssram23, code: ssram23, data: ssram23, load: ssram1, copy: reset}
 """
 
+# AN547 (Cortex-M55) with its image programmed in ITCM (where QEMU boots) and run from SRAM.
+AN547_FROM_SRAM = """\
+memplace: board/v1
+extends: qemu-mps3-an547
+name: an547-code-in-sram
+cores:
+  cpu0:
+    layout: {vectors: sram, code: sram, data: dtcm, load: itcm, copy: reset}
+"""
+
 # AN521 whose CPU1 image is programmed in SSRAM1 and run from SSRAM2, copied there by CPU0.
 AN521_COPIED_CPU1 = """\
 memplace: board/v1
@@ -258,11 +268,19 @@ def project(tmp_path: Path) -> Callable[[str, str], tuple[Path, Path, Path]]:
 
 @pytest.mark.qemu
 @needs_toolchain
+@pytest.mark.parametrize(
+    ("text", "run_memory", "load_memory"),
+    [(AN385_FROM_RAM, "ssram23", "ssram1"), (AN547_FROM_SRAM, "sram", "itcm")],
+    ids=["mps2-an385", "mps3-an547"],
+)
 def test_code_copied_to_ram_by_the_reset_code_runs_under_qemu(
+    text: str,
+    run_memory: str,
+    load_memory: str,
     project: Callable[[str, str], tuple[Path, Path, Path]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    board_file, workload, out = project(AN385_FROM_RAM, "")
+    board_file, workload, out = project(text, "")
     code, stdout, err = run_cli(capsys, "check", board_file, workload, "--out", out)
     assert code == 0, stdout + err
     assert "run: passed" in stdout and "verify: ok" in stdout
@@ -270,12 +288,12 @@ def test_code_copied_to_ram_by_the_reset_code_runs_under_qemu(
     sections = _sections(out / "build" / "cpu0.elf")
     for name in (".vectors", ".text"):
         run, load, _ = sections[name]
-        assert _inside(board, "cpu0", "ssram23", run), name
-        assert _inside(board, "cpu0", "ssram1", load), name
+        assert _inside(board, "cpu0", run_memory, run), name
+        assert _inside(board, "cpu0", load_memory, load), name
     # The core boots on a table where the image is programmed, whose reset handler runs there.
     assert sections[".memplace.boot_vectors"][:2] == (0x0, 0x0)
     boot_run, boot_load, _ = sections[".memplace.boot"]
-    assert boot_run == boot_load and _inside(board, "cpu0", "ssram1", boot_run)
+    assert boot_run == boot_load and _inside(board, "cpu0", load_memory, boot_run)
     startup = (out / "memplace" / "cpu0" / "startup.c").read_text()
     assert '"    ldr   r1, =0xE000ED08\\n" /* VTOR */' in startup
 
