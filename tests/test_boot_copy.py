@@ -419,3 +419,24 @@ def _shift_segment(elf_path: Path, paddr: int, by: int) -> None:
     (offset,) = struct.unpack_from("<I", raw, at)
     struct.pack_into("<I", raw, at, offset + by)
     elf_path.write_bytes(bytes(raw))
+
+
+@needs_toolchain
+def test_verify_catches_code_copied_to_another_memory_than_its_layout_names(
+    project: Callable[[str, str], tuple[Path, Path, Path]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    board_file, workload, out = project(AN385_FROM_RAM, "")
+    assert run_cli(capsys, "generate", board_file, workload, "--out", out)[0] == 0
+    # A hand-edited linker script that runs .text from PSRAM, still loaded in SSRAM1.
+    script = out / "memplace" / "cpu0" / "linker.ld"
+    text_region = "    KEEP(*(.fini))\n    . = ALIGN(4);\n  } > ssram23 AT > ssram1"
+    assert script.read_text().count(text_region) == 1
+    script.write_text(
+        script.read_text().replace(text_region, text_region.replace("ssram23", "psram"))
+    )
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, stdout, _ = run_cli(capsys, "verify", out)
+    assert code == 1
+    assert "FAIL load-copy .text: .text runs at [0x21000000, " in stdout
+    assert "outside its run memory ssram23" in stdout
