@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,12 @@ def test_boards_show_unknown_board_is_one_line_and_exit_2(
         "memplace: error: BOARD: no bundled board 'stm32h474'; did you mean 'stm32h747'? "
         f"valid: {', '.join(ALL_BOARDS)}"
     )
+
+
+@pytest.mark.parametrize("name", ALL_BOARDS)
+def test_a_board_read_back_from_a_project_is_the_board_that_was_loaded(name: str) -> None:
+    """A project's manifest keeps its board as `to_data` gives it; `verify`, `run` and
+    `flash` read it back as the same frozen board (its stack hints are files of their own)."""
+    board = load_board(name)
+    back = Board.from_resolved(json.loads(json.dumps(board.to_data())), source=board.source)
+    assert back == replace(board, stack_hints=())
