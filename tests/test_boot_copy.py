@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from conftest import cli_error, has_toolchain, run_cli
@@ -86,7 +87,7 @@ def _sections(elf_path: Path) -> dict[str, tuple[int, int, int]]:
         loads = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
         found = {}
         for section in elf.iter_sections():
-            if not section["sh_flags"] & 2 or not section["sh_size"]:
+            if not section["sh_flags"] & SH_FLAGS.SHF_ALLOC or not section["sh_size"]:
                 continue
             lma = section["sh_addr"]
             for segment in loads:
@@ -440,3 +441,19 @@ def test_verify_catches_code_copied_to_another_memory_than_its_layout_names(
     assert code == 1
     assert "FAIL load-copy .text: .text runs at [0x21000000, " in stdout
     assert "outside its run memory ssram23" in stdout
+
+
+def test_boards_show_says_who_copies_each_image(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "boards", "show", "imxrt1176")
+    assert code == 0
+    assert (
+        "core cm7 (cortex-m7, float hard): boots at 0x30002000, starts at reset; vectors and "
+        "code copied from flash by its reset code"
+    ) in out
+    assert (
+        "core cm4 (cortex-m4, float hard): boots at 0x1ffe0000, released by cm7; vectors and "
+        "code copied from flash_cm4 by core cm7"
+    ) in out
+    code, out, _ = run_cli(capsys, "boards", "show", "imxrt1176", "--json")
+    cores = json.loads(out)["cores"]
+    assert (cores["cm7"]["copy"], cores["cm4"]["copy"]) == ("reset", "releaser")
