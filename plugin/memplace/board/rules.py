@@ -584,7 +584,6 @@ def _layout(node: Node, core: str, memories: Mapping[str, Memory]) -> Layout:
         _check_copied_parts(node, copy, chosen, memories)
     return Layout(**chosen, copy=copy)
 
-
 def _check_runs_in_place(node: Node, chosen: Mapping[str, str]) -> None:
     """Without a `copy`, nothing moves vectors or code: they run where they are programmed."""
     for part in ("vectors", "code"):
@@ -603,7 +602,6 @@ def _check_runs_in_place(node: Node, chosen: Mapping[str, str]) -> None:
             f"nothing is declared to copy it there; say what does (copy: {', '.join(COPIERS)}) "
             f"or set code: {chosen['load']}"
         )
-
 
 def _check_copied_parts(
     node: Node, copy: str, chosen: Mapping[str, str], memories: Mapping[str, Memory]
@@ -628,7 +626,6 @@ def _check_copied_parts(
             f"the boot ROM copies one block from {chosen['load']!r}: put vectors and code in "
             f"one memory (vectors: {chosen['code']})"
         )
-
 
 def _check_vector_move(node: Node, cpu: str, layout: Layout) -> None:
     if layout.copy == "reset" and layout.vectors != layout.load and cpu in CPUS_WITHOUT_VTOR:
@@ -838,7 +835,6 @@ def _check_copiers(
                     f"cannot reach memory {memory.name!r}; add {by} to its access list"
                 )
 
-
 def _check_rom_copies(cores_node: Node, cores: Mapping[str, Core], run: Run) -> None:
     """QEMU starts a core on the image as it is loaded: no boot ROM copies it anywhere."""
     if run.qemu is None:
@@ -849,7 +845,6 @@ def _check_rom_copies(cores_node: Node, cores: Mapping[str, Core], run: Run) -> 
                 f"QEMU machine {run.qemu.machine!r} has no boot ROM that copies images; "
                 f"use copy: reset"
             )
-
 
 def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
     """Two images never put their own sections in one memory: each grows from its bottom."""
