@@ -30,8 +30,16 @@ constants:
   - {name: w, size: 300}
 """
 
+# An ISR context the exerciser raises: it reaches its handler only through the vector
+# table VTOR points at, the copy.
+TICK = """\
+contexts:
+  tick: {core: cpu0, kind: isr, entry: SysTick_Handler, preempts: [main], priority: 1}
+"""
+
 # AN385 with its image programmed in SSRAM1 (where QEMU boots) and run from SSRAM2&3.
-AN385_FROM_RAM = """\
+AN385_FROM_RAM = (
+    """\
 memplace: board/v1
 extends: qemu-mps2-an385
 name: an385-code-in-ram
@@ -39,9 +47,12 @@ cores:
   cpu0:
     layout: {vectors: ssram23, code: ssram23, data: ssram23, load: ssram1, copy: reset}
 """
+    + TICK
+)
 
 # AN547 (Cortex-M55) with its image programmed in ITCM (where QEMU boots) and run from SRAM.
-AN547_FROM_SRAM = """\
+AN547_FROM_SRAM = (
+    """\
 memplace: board/v1
 extends: qemu-mps3-an547
 name: an547-code-in-sram
@@ -49,6 +60,8 @@ cores:
   cpu0:
     layout: {vectors: sram, code: sram, data: dtcm, load: itcm, copy: reset}
 """
+    + TICK
+)
 
 # AN521 whose CPU1 image is programmed in SSRAM1 and run from SSRAM2, copied there by CPU0.
 AN521_COPIED_CPU1 = """\
@@ -285,6 +298,7 @@ def test_code_copied_to_ram_by_the_reset_code_runs_under_qemu(
     code, stdout, err = run_cli(capsys, "check", board_file, workload, "--out", out)
     assert code == 0, stdout + err
     assert "run: passed" in stdout and "verify: ok" in stdout
+    assert "ISR tick lands on it" in stdout
     board = Board.from_file(board_file)
     sections = _sections(out / "build" / "cpu0.elf")
     for name in (".vectors", ".text"):
@@ -297,6 +311,25 @@ def test_code_copied_to_ram_by_the_reset_code_runs_under_qemu(
     assert boot_run == boot_load and _inside(board, "cpu0", load_memory, boot_run)
     startup = (out / "memplace" / "cpu0" / "startup.c").read_text()
     assert '"    ldr   r1, =0xE000ED08\\n" /* VTOR */' in startup
+
+
+@pytest.mark.qemu
+@needs_toolchain
+def test_a_startup_that_leaves_vtor_on_the_boot_table_faults_at_the_first_interrupt(
+    project: Callable[[str, str], tuple[Path, Path, Path]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    board_file, workload, out = project(AN385_FROM_RAM, "")
+    assert run_cli(capsys, "generate", board_file, workload, "--out", out)[0] == 0
+    startup = out / "memplace" / "cpu0" / "startup.c"
+    store = '"    str   r0, [r1]\\n"'
+    assert startup.read_text().count(store) == 1
+    startup.write_text(startup.read_text().replace(store, '"    nop\\n"'))
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, stdout, _ = run_cli(capsys, "run", out, "--timeout", "20")
+    # SysTick lands in memplace_boot_fault, which ends the run as a fault.
+    assert code == 125, stdout
+    assert "run: FAILED (exit code 125)" in stdout
 
 
 @pytest.mark.qemu
