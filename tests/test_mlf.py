@@ -15,7 +15,15 @@ from memplace.board import load_board
 from memplace.importers import load_workload
 from memplace.project_api import Client
 from memplace.project_api.handler import make_server
-from mlf_archives import metadata_v5, v5_archive, v5_members, v7_archive, write_archive
+from mlf_archives import (
+    metadata_v5,
+    metadata_v7,
+    v5_archive,
+    v5_members,
+    v7_archive,
+    v7_members,
+    write_archive,
+)
 
 BOARD = "qemu-mps3-an547"
 DEMO = "aot_standalone_demo"
@@ -283,3 +291,60 @@ def test_a_standalone_crt_folder_without_its_headers_is_refused(
     )  # fmt: skip
     assert f"standalone_crt_dir: no TVM standalone CRT at {tmp_path}" in line
     assert not out.exists()
+
+
+def test_a_version_6_archive_reads_like_version_7(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    members = v7_members()
+    members["./metadata.json"] = json.dumps(metadata_v7(version=6))
+    placements = _plan(capsys, write_archive(tmp_path / "model.tar", members))
+    assert placements["input_x"]["size"] == 16
+    assert placements["tvm_workspace_pool"]["size"] == 32
+
+
+def test_archives_memplace_cannot_run_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    members = v7_members()
+    two = metadata_v7()
+    two["modules"]["second"] = two["modules"]["default"]
+    members["./metadata.json"] = json.dumps(two)
+    line = _refused(capsys, write_archive(tmp_path / "a.tar", members), tmp_path)
+    assert "the archive holds 2 models (default, second); memplace reads archives of one" in line
+
+    members = v7_members()
+    header = str(members["./codegen/host/include/tvmgen_default.h"])
+    members["./codegen/host/include/tvmgen_default.h"] = header.replace(
+        "#define TVMGEN_DEFAULT_WORKSPACE_POOL_WORKSPACE_POOL_SIZE 32", ""
+    )
+    line = _refused(capsys, write_archive(tmp_path / "b.tar", members), tmp_path)
+    assert "the C interface header gives no size for pool workspace_pool" in line
+
+    members["./codegen/host/include/tvmgen_default.h"] = header.replace(
+        "  struct tvmgen_default_inputs* inputs,\n  struct tvmgen_default_outputs* outputs,\n", ""
+    )
+    line = _refused(capsys, write_archive(tmp_path / "c.tar", members), tmp_path)
+    assert "keeps its inputs and outputs inside its workspace pools" in line
+
+    members["./codegen/host/include/tvmgen_default.h"] = header.replace(
+        "struct tvmgen_default_workspace_pools* workspace_pools\n",
+        "struct tvmgen_default_workspace_pools* workspace_pools,\n"
+        "  struct tvmgen_default_devices* devices\n",
+    )
+    line = _refused(capsys, write_archive(tmp_path / "d.tar", members), tmp_path)
+    assert "tvmgen_default_run takes devices; memplace runs models" in line
+
+
+def test_generating_twice_gives_the_same_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = v7_archive(tmp_path / "model.tar", workspace_pool="sram_ws")
+    trees = []
+    for out in (tmp_path / "a", tmp_path / "b"):
+        argv = ["generate", BOARD, archive, "--out", out, "--project-type", DEMO]
+        assert run_cli(capsys, *argv)[0] == 0
+        trees.append(
+            {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        )
+    assert trees[0] == trees[1]
