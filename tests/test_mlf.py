@@ -204,7 +204,7 @@ def test_an_archive_without_c_code_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     members = {k: v for k, v in v5_members().items() if "/src/default_lib" not in k}
-    members["./codegen/host/lib/default_lib0.o"] = b"\x7fELF"
+    members["./codegen/host/lib/default_lib0.o"] = b"\x7fELF\x01\x01\x01\xff\xfe"
     archive = write_archive(tmp_path / "model.tar", members)
     line = _refused(capsys, archive, tmp_path)
     assert "no C code in codegen/host/src (it holds object files from TVM's llvm target" in line

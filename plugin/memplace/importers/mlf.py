@@ -196,6 +196,19 @@ def _safe_name(path: Path, member: tarfile.TarInfo) -> str | None:
     return "/".join(parts) or None
 
 
+@dataclass
+class _Found:
+    """An input or output while its size and dtype are being found."""
+
+    name: str
+    size: int | None
+    dtype: str | None
+
+    def tensor(self) -> Tensor:
+        assert self.size is not None  # _fill_unknown_size leaves none unknown
+        return Tensor(self.name, self.size, self.dtype)
+
+
 class _Reader:
     def __init__(self, path: Path, members: dict[str, bytes]) -> None:
         self.path = path
@@ -211,6 +224,39 @@ class _Reader:
             raise self.error(f"{name} is not UTF-8 text") from None
 
     def read(self) -> ModelArchive:
+        metadata = self._metadata()
+        version = metadata["version"]
+        module = self._module(metadata, version)
+        model = self._string(module, "model_name")
+        self._check_executor(module)
+        main = self._main(module)
+        sources = self._code()
+        headers = self._texts("codegen/host/include/", ".h")
+        runtime = {
+            name.removeprefix("runtime/include/"): text
+            for name, text in self._texts("runtime/include/", ".h").items()
+        }
+        prefix = f"tvmgen_{_c_name(model)}"
+        header = headers.get(f"codegen/host/include/{prefix}.h", "")
+        pools = _pools(header, prefix, self)
+        inputs, outputs = self._tensors(main, header, prefix, model)
+        workspace = _integer(main.get("workspace_size_bytes", 0), "workspace_size_bytes", self)
+        return ModelArchive(
+            path=self.path,
+            version=version,
+            model=model,
+            workspace_size=0 if pools else workspace,
+            inputs=inputs,
+            outputs=outputs,
+            pools=pools,
+            run_parameters=_run_parameters(header, prefix, self),
+            sources=sources,
+            headers=headers,
+            runtime_headers=runtime,
+        )
+
+    def _metadata(self) -> dict[str, Any]:
+        """metadata.json, of a version memplace reads."""
         if "metadata.json" not in self.members:
             raise self.error("no metadata.json: not a Model Library Format archive")
         try:
@@ -226,51 +272,23 @@ class _Reader:
                 f"metadata version {version!r} is not one memplace reads ({supported}: "
                 "what TVM 0.9 to 0.15 write)"
             )
-        module = self._module(metadata, version)
-        model = self._string(module, "model_name")
-        self._check_executor(module)
-        main = self._main(module)
-        sources = {
+        return metadata
+
+    def _texts(self, folder: str, suffix: str) -> dict[str, str]:
+        return {
             name: self.text(name)
             for name in sorted(self.members)
-            if name.startswith("codegen/host/src/") and name.endswith(".c")
+            if name.startswith(folder) and name.endswith(suffix)
         }
+
+    def _code(self) -> dict[str, str]:
+        """The model's C files; TVM's llvm target leaves object files, which are refused."""
+        sources = self._texts("codegen/host/src/", ".c")
         if not sources:
-            objects = [n for n in self.members if n.startswith("codegen/host/lib/")]
-            hint = (
-                " (it holds object files from TVM's llvm target: build with target c)"
-                if objects
-                else ""
-            )
-            raise self.error(f"no C code in codegen/host/src{hint}")
-        headers = {
-            name: self.text(name)
-            for name in sorted(self.members)
-            if name.startswith("codegen/host/include/") and name.endswith(".h")
-        }
-        runtime = {
-            name.removeprefix("runtime/include/"): self.text(name)
-            for name in sorted(self.members)
-            if name.startswith("runtime/include/")
-        }
-        prefix = f"tvmgen_{_c_name(model)}"
-        header = headers.get(f"codegen/host/include/{prefix}.h", "")
-        pools = _pools(header, prefix, self)
-        inputs, outputs = self._tensors(module, main, header, prefix, model)
-        workspace = _integer(main.get("workspace_size_bytes", 0), "workspace_size_bytes", self)
-        return ModelArchive(
-            path=self.path,
-            version=version,
-            model=model,
-            workspace_size=0 if pools else workspace,
-            inputs=inputs,
-            outputs=outputs,
-            pools=pools,
-            run_parameters=_run_parameters(header, prefix, self),
-            sources=sources,
-            headers=headers,
-            runtime_headers=runtime,
-        )
+            objects = any(name.startswith("codegen/host/lib/") for name in self.members)
+            hint = " (it holds object files from TVM's llvm target: build with target c)"
+            raise self.error(f"no C code in codegen/host/src{hint if objects else ''}")
+        return sources
 
     def _module(self, metadata: dict[str, Any], version: int) -> dict[str, Any]:
         if version == 5:
@@ -317,67 +335,69 @@ class _Reader:
         return next((entry for entry in main if entry.get("device") == 1), main[0])
 
     def _tensors(
-        self,
-        module: dict[str, Any],
-        main: dict[str, Any],
-        header: str,
-        prefix: str,
-        model: str,
+        self, main: dict[str, Any], header: str, prefix: str, model: str
     ) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
-        declared: dict[str, dict[str, Any]] = {}
-        for role in ("inputs", "outputs"):
-            entries = main.get(role)
-            if isinstance(entries, dict):
-                for name, info in entries.items():
-                    if isinstance(info, dict):
-                        declared[_c_name(name)] = info
+        """The inputs and outputs, named by the C interface header (else the metadata),
+        sized and typed by the header, the metadata or the Relay text, whichever says."""
         relay = _relay_inputs(self._relay(model))
-        tensors: dict[str, list[list[Any]]] = {}
+        found: dict[str, list[_Found]] = {}
         for role in ("inputs", "outputs"):
-            names = _struct_members(header, f"{prefix}_{role}")
-            if not names and isinstance(main.get(role), dict):
-                names = [_c_name(name) for name in main[role]]
+            declared = main.get(role)
+            infos = (
+                {_c_name(name): info for name, info in declared.items()}
+                if isinstance(declared, dict)
+                else {}
+            )
+            names = _struct_members(header, f"{prefix}_{role}") or list(infos)
             if not names:
                 raise self.error(
                     f"the archive names no {role}: it needs TVM's C interface header "
                     f"codegen/host/include/{prefix}.h (build with interface-api=c)"
                 )
-            rows = []
-            for name in names:
-                info = declared.get(name, {})
-                size = _macro(header, f"{prefix}_{name}_size".upper())
-                if size is None and "size" in info:
-                    size = _integer(info["size"], f"{role}.{name}.size", self)
-                dtype = info.get("dtype") if isinstance(info.get("dtype"), str) else None
-                if name in relay:
-                    dtype = dtype or relay[name][1]
-                    size = size if size is not None else relay[name][0]
-                rows.append([name, size, dtype])
-            tensors[role] = rows
-        self._fill_unknown_size(main, tensors)
-        return tuple(
-            tuple(Tensor(name, size, dtype) for name, size, dtype in tensors[role])
-            for role in ("inputs", "outputs")
-        )  # type: ignore[return-value]
+            found[role] = [
+                self._found(name, infos.get(name), header, prefix, relay) for name in names
+            ]
+        self._fill_unknown_size(main, found["inputs"] + found["outputs"])
+        inputs, outputs = (tuple(f.tensor() for f in found[role]) for role in found)
+        return inputs, outputs
 
-    def _fill_unknown_size(self, main: dict[str, Any], tensors: dict[str, list[list[Any]]]) -> None:
+    def _found(
+        self,
+        name: str,
+        info: Any,
+        header: str,
+        prefix: str,
+        relay: dict[str, tuple[int, str]],
+    ) -> _Found:
+        info = info if isinstance(info, dict) else {}
+        size = _macro(header, f"{prefix}_{name}_size".upper())
+        if size is None and "size" in info:
+            size = _integer(info["size"], f"{name}.size", self)
+        dtype = info.get("dtype") if isinstance(info.get("dtype"), str) else None
+        from_relay = relay.get(name)
+        if from_relay is not None:
+            size = from_relay[0] if size is None else size
+            dtype = dtype or from_relay[1]
+        return _Found(name, size, dtype)
+
+    def _fill_unknown_size(self, main: dict[str, Any], tensors: list[_Found]) -> None:
         """Version 5 gives the total bytes of inputs and outputs only: one tensor of unknown
-        size takes what the others leave."""
-        rows = tensors["inputs"] + tensors["outputs"]
-        unknown = [row for row in rows if row[1] is None]
+        size takes what the others leave (and the model's one dtype, when it has one)."""
+        unknown = [tensor for tensor in tensors if tensor.size is None]
         if not unknown:
             return
         total = main.get("io_size_bytes")
         if len(unknown) > 1 or not isinstance(total, int):
-            names = ", ".join(row[0] for row in unknown)
+            names = ", ".join(tensor.name for tensor in unknown)
             raise self.error(f"metadata.json gives no size for {names}")
-        rest = total - sum(row[1] for row in rows if row[1] is not None)
+        (last,) = unknown
+        rest = total - sum(tensor.size or 0 for tensor in tensors)
         if rest <= 0:
-            raise self.error(f"io_size_bytes ({total}) leaves no bytes for {unknown[0][0]}")
-        unknown[0][1] = rest
-        known = {row[2] for row in rows if row[2] is not None}
-        if unknown[0][2] is None and len(known) == 1:
-            unknown[0][2] = known.pop()  # the model's one dtype
+            raise self.error(f"io_size_bytes ({total}) leaves no bytes for {last.name}")
+        last.size = rest
+        dtypes = {tensor.dtype for tensor in tensors if tensor.dtype is not None}
+        if last.dtype is None and len(dtypes) == 1:
+            last.dtype = dtypes.pop()
 
     def _relay(self, model: str) -> str:
         for name in ("src/relay.txt", f"src/{model}.relay"):
