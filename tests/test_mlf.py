@@ -348,3 +348,32 @@ def test_generating_twice_gives_the_same_bytes(
             {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
         )
     assert trees[0] == trees[1]
+
+
+def test_code_that_never_asks_for_workspace_gets_no_arena(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """USMP with TVM's internal pool: the code keeps its workspace in a static array of
+    its own, so the declared workspace_size_bytes needs no arena."""
+    members = v5_members()
+    lib1 = str(members["./codegen/host/src/default_lib1.c"])
+    lib1 = lib1.replace(
+        "#include <math.h>\n",
+        "#include <math.h>\nstatic uint8_t global_workspace[32] __attribute__((aligned(16)));\n",
+    )
+    lib1 = lib1.replace(
+        "TVMBackendAllocWorkspace(1, 0, (uint64_t)16, 2, 32)", "&global_workspace[16]"
+    )
+    lib1 = lib1.replace(
+        "TVMBackendAllocWorkspace(1, 0, (uint64_t)16, 0, 8)", "&global_workspace[0]"
+    )
+    lib1 = lib1.replace("TVMBackendFreeWorkspace(1, 0, scaled) != 0", "0")
+    lib1 = lib1.replace("TVMBackendFreeWorkspace(1, 0, sid_1) != 0", "0")
+    assert "TVMBackend" not in lib1
+    members["./codegen/host/src/default_lib1.c"] = lib1
+    archive = write_archive(tmp_path / "model.tar", members)
+    assert set(_plan(capsys, archive)) == {"input_x", "output_y"}
+    out = tmp_path / "p"
+    assert run_cli(capsys, "generate", BOARD, archive, "--out", out, "--project-type", DEMO)[0] == 0
+    backend = (out / "memplace/src/tvm_backend.c").read_text()
+    assert "never asks for workspace at run time" in backend

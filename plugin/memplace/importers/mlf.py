@@ -6,7 +6,8 @@ What memplace reads from it (TVM 0.9-0.15, metadata versions 5-7):
   its executor (AOT only: a graph executor needs TVM's runtime on the target), and the
   `memory.functions.main` entry: `workspace_size_bytes`, `io_size_bytes`, and from
   version 7 each input's and output's size and dtype;
-- `codegen/host/src/*.c`: the model's C code, compiled into the project;
+- `codegen/host/src/*.c`: the model's C code, compiled into the project; whether it calls
+  `TVMBackendAllocWorkspace` decides whether it gets a workspace arena;
 - `codegen/host/include/tvmgen_<name>.h`: the C interface (`interface-api=c`): the
   members of `struct tvmgen_<name>_inputs/_outputs/_workspace_pools`, the parameters of
   `tvmgen_<name>_run`, and the sizes of USMP's memory pools (`<POOL>_WORKSPACE_POOL_SIZE`,
@@ -81,7 +82,7 @@ class ModelArchive:
     path: Path
     version: int
     model: str  # TVM's module name, e.g. "default"
-    workspace_size: int  # bytes taken through TVMBackendAllocWorkspace (0 with USMP pools)
+    workspace_size: int  # bytes taken through TVMBackendAllocWorkspace (0 when never called)
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
     pools: tuple[Pool, ...]
@@ -245,7 +246,7 @@ class _Reader:
             path=self.path,
             version=version,
             model=model,
-            workspace_size=0 if pools else workspace,
+            workspace_size=workspace if _allocates(sources) else 0,
             inputs=inputs,
             outputs=outputs,
             pools=pools,
@@ -404,6 +405,12 @@ class _Reader:
             if name in self.members:
                 return self.text(name)
         return ""
+
+
+def _allocates(sources: Mapping[str, str]) -> bool:
+    """Whether the model's code takes workspace at run time; with USMP it takes none, its
+    pools being the application's (or static arrays of its own, for internal pools)."""
+    return any("TVMBackendAllocWorkspace(" in text for text in sources.values())
 
 
 def _c_name(name: str) -> str:
