@@ -377,3 +377,18 @@ def test_code_that_never_asks_for_workspace_gets_no_arena(
     assert run_cli(capsys, "generate", BOARD, archive, "--out", out, "--project-type", DEMO)[0] == 0
     backend = (out / "memplace/src/tvm_backend.c").read_text()
     assert "never asks for workspace at run time" in backend
+
+
+def test_an_unpacked_archive_reads_like_the_archive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = v5_archive(tmp_path / "model.tar")
+    folder = tmp_path / "model"
+    with tarfile.open(archive) as opened:
+        opened.extractall(folder, filter="data")
+    assert _plan(capsys, folder) == _plan(capsys, archive)
+
+    (folder / "src/relay.txt").unlink()
+    (folder / "src/relay.txt").symlink_to("/etc/hostname")
+    line = _refused(capsys, folder, tmp_path)
+    assert f"{folder}: src/relay.txt is a link or not a regular file" in line

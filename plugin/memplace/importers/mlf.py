@@ -134,37 +134,38 @@ def pool_buffer(pool: Pool) -> str:
 
 
 def is_mlf(path: Path) -> bool:
-    return path.name.lower().endswith(SUFFIXES)
+    """Whether `path` names an MLF archive (by its suffix) or an unpacked one (a folder
+    holding metadata.json)."""
+    return path.name.lower().endswith(SUFFIXES) or (path / "metadata.json").is_file()
 
 
 def read_mlf(path: Path) -> ModelArchive:
-    """The archive at `path`, checked; any problem is an `InputError` naming the file."""
+    """The archive at `path` (or the folder it was unpacked in), checked; any problem is an
+    `InputError` naming it."""
+    if path.is_dir():
+        return _Reader(path, _read_folder(path)).read()
     if not path.is_file():
         raise InputError(f"no Model Library Format archive at {path}", key=KEY)
-    members = _read_members(path)
-    return _Reader(path, members).read()
+    return _Reader(path, _read_members(path)).read()
+
+
+# The members memplace reads, by their path in the archive.
+_WANTED = re.compile(
+    r"^(metadata\.json|codegen/host/(src|include|lib)/[^/]+|src/[^/]+|"
+    r"runtime/include/(tvm/runtime|dlpack)/[^/]+\.h)$"
+)
 
 
 def _read_members(path: Path) -> dict[str, bytes]:
     """The regular files of the archive that memplace reads, by normalised path."""
-    wanted = re.compile(
-        r"^(metadata\.json|codegen/host/(src|include|lib)/[^/]+|src/[^/]+|"
-        r"runtime/include/(tvm/runtime|dlpack)/[^/]+\.h)$"
-    )
     try:
         with tarfile.open(path, "r:*") as archive:
-            members = archive.getmembers()
             found: dict[str, bytes] = {}
-            for member in members:
+            for member in archive.getmembers():
                 name = _safe_name(path, member)
-                if name is None or not member.isfile() or not wanted.match(name):
+                if name is None or not member.isfile() or not _WANTED.match(name):
                     continue
-                if member.size > MAX_MEMBER:
-                    raise InputError(
-                        f"{path}: member {member.name} holds {member.size} bytes, more than "
-                        f"the {MAX_MEMBER} memplace reads",
-                        key=KEY,
-                    )
+                _check_size(path, member.name, member.size)
                 handle = archive.extractfile(member)
                 if handle is not None:
                     found[name] = handle.read()
@@ -176,6 +177,34 @@ def _read_members(path: Path) -> dict[str, bytes]:
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}", key=KEY) from None
     return found
+
+
+def _read_folder(root: Path) -> dict[str, bytes]:
+    """The files memplace reads of an unpacked archive: regular files inside `root` only,
+    so a link cannot pull in a file from elsewhere."""
+    found: dict[str, bytes] = {}
+    real_root = root.resolve()
+    for file in sorted(root.rglob("*")):
+        name = file.relative_to(root).as_posix()
+        if not _WANTED.match(name):
+            continue
+        if file.is_symlink() or not file.is_file() or real_root not in file.resolve().parents:
+            raise InputError(
+                f"{root}: {name} is a link or not a regular file; an MLF folder holds files "
+                "and folders only",
+                key=KEY,
+            )
+        _check_size(root, name, file.stat().st_size)
+        found[name] = file.read_bytes()
+    return found
+
+
+def _check_size(path: Path, name: str, size: int) -> None:
+    if size > MAX_MEMBER:
+        raise InputError(
+            f"{path}: member {name} holds {size} bytes, more than the {MAX_MEMBER} memplace reads",
+            key=KEY,
+        )
 
 
 def _safe_name(path: Path, member: tarfile.TarInfo) -> str | None:
