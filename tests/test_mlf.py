@@ -103,6 +103,7 @@ def test_generate_writes_the_models_code_headers_and_a_demo_main(
     assert ".x = TVM_DEFAULT_INPUT_X_PTR," in demo
     backend = (out / "memplace/src/tvm_backend.c").read_text()
     assert 'tvm_default_arena("global.workspace")' in backend
+    assert (out / "model.tar").read_bytes() == archive.read_bytes()  # as TVM's templates keep it
 
 
 def test_the_archives_own_runtime_headers_and_a_given_crt_are_used(

@@ -28,6 +28,7 @@ from memplace.verify import Report, RunLog, StackHints, parse_run, verify
 from memplace.workload import Workload
 
 DEFAULT_TIMEOUT = 60.0
+MODEL_ARCHIVE = "model.tar"
 TFLM_TIME_LIMIT = 2.0
 
 
@@ -71,8 +72,11 @@ def generate(
         standalone_crt=crt_include(standalone_crt, out),
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
-    files = render(board, result, project_type, options, users)
-    files.update(carried_files(board, files))  # the project's own Project API server
+    rendered = render(board, result, project_type, options, users)
+    files: dict[str, str | bytes] = {**rendered, **carried_files(board, rendered)}
+    if options.model is not None and options.model.path.is_file():
+        # Where TVM's own project templates keep the archive a project was made from.
+        files[MODEL_ARCHIVE] = options.model.path.read_bytes()
     write_project(files, out, force=force)
     return result
 
