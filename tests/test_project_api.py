@@ -250,7 +250,8 @@ def test_an_unknown_method_is_method_not_found(fake_client: Client) -> None:
                 "project_dir": "p",
                 "options": {"board": "b", "project_type": "firmware"},
             },
-            "option project_type: 'firmware' is not one of: app, exerciser, library",
+            "option project_type: 'firmware' is not one of: aot_standalone_demo, app, exerciser, "
+            "library",
         ),
         ("generate_project", {"project_dir": "p", "options": {}}, "model_library_format_path"),
     ],
@@ -502,10 +503,10 @@ def test_generate_project_refuses_an_existing_folder(api: Client, tmp_path: Path
     }
 
 
-def test_generate_project_refuses_a_model_library_format_archive(
+def test_generate_project_names_a_missing_model_library_format_archive(
     api: Client, tmp_path: Path
 ) -> None:
-    with pytest.raises(RemoteError, match="Model Library Format archives are not read yet"):
+    with pytest.raises(RemoteError, match=r"no Model Library Format archive at .*model\.tar"):
         api.generate_project(tmp_path / "model.tar", "p", {})
     assert not (tmp_path / "p").exists()
 

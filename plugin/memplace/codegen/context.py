@@ -16,6 +16,7 @@ from typing import Any
 from memplace.board import CPUS, POOL_ALIGN, RELEASE_HANDSHAKES, Board, Context, Core
 from memplace.errors import InputError
 from memplace.hints import StackHints
+from memplace.importers.mlf import ModelArchive
 from memplace.layout import fnv1a, thread_function
 from memplace.planner.arena import Arena, user_core
 from memplace.planner.arena import arenas as plan_arenas
@@ -54,6 +55,10 @@ class RenderOptions:
     tflm_arena: tuple[str, int] | None = None
     # The workload file's `stack_hints:`, kept in the project beside the board's.
     workload_hints: tuple[StackHints, ...] = ()
+    # A TVM model (Model Library Format) whose C code the project compiles (codegen.tvm),
+    # and the include folder of TVM's standalone CRT, relative to the project.
+    model: ModelArchive | None = None
+    standalone_crt: str | None = None
 
     def storage(self, usage: PoolUsage) -> int:
         """Bytes of a pool's storage: what the plan uses, or the arena it must hold."""

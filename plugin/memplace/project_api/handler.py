@@ -30,8 +30,6 @@ from memplace.runners import FlashRequest, QemuRunner, default_runner
 
 log = logging.getLogger("memplace.project_api")
 
-_ARCHIVE_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz")
-
 
 def describe(exc: BaseException) -> dict[str, Any] | None:
     """The `data` of the -32000 error an exception travels as; None for a bug. memplace's
@@ -93,24 +91,17 @@ class MemplaceHandler(TransportMethods):
         project_dir: Path,
         options: dict[str, Any],
     ) -> dict[str, Any]:
-        """Plan the workload (a workload file or a .tflite model) on the board and write
-        the project to `project_dir`, which must not exist. The standalone CRT of TVM is
-        not used: memplace projects carry no TVM runtime."""
+        """Plan the workload (a Model Library Format archive, a workload file or a .tflite
+        model) on the board and write the project to `project_dir`, which must not exist.
+        An archive's C code is built with the headers of TVM's standalone CRT folder."""
         source = model_library_format_path
         if project_dir.exists():
             raise InputError(
                 f"{project_dir} already exists; generate_project writes a new folder",
                 key="project_dir",
             )
-        if source.name.lower().endswith(_ARCHIVE_SUFFIXES):
-            raise InputError(
-                f"{source}: Model Library Format archives are not read yet; give a workload "
-                "file or a .tflite model (docs/project-api.md shows how an archive maps "
-                "onto a workload)",
-                key="model_library_format_path",
-            )
         board = load_board(options["board"])
-        workload = load_workload(source)
+        workload = load_workload(source, board=board)
         try:
             result = workflow.generate(
                 board,
@@ -120,6 +111,7 @@ class MemplaceHandler(TransportMethods):
                 options["algorithm"],
                 sources=options["sources"],
                 pool_storage=options["pool_storage"],
+                standalone_crt=standalone_crt_dir,
             )
             if options["extra_files_tar"] is not None:
                 unpack_archive(options["extra_files_tar"], project_dir)
