@@ -57,6 +57,23 @@ MAX_PRIORITY = 255
 
 RELEASE_HANDSHAKES = ("rp2040-sio-fifo",)
 
+# Device interrupt lines each CPU's NVIC can have at most (the Technical Reference
+# Manuals: Cortex-M0/M0+ 32, Cortex-M3/M4/M7/M23 240, Cortex-M33/M55/M85 480).
+MAX_INTERRUPTS = {
+    "cortex-m0": 32,
+    "cortex-m0plus": 32,
+    "cortex-m3": 240,
+    "cortex-m4": 240,
+    "cortex-m7": 240,
+    "cortex-m23": 240,
+    "cortex-m33": 480,
+    "cortex-m55": 480,
+    "cortex-m85": 480,
+}
+
+# Exception 16 + K of the vector table is device interrupt line K.
+FIRST_IRQ_EXCEPTION = 16
+
 
 @dataclass(frozen=True)
 class Memory:
@@ -135,6 +152,8 @@ class Core:
     boot: int = 0
     release: Release | None = None
     rtos: str = "none"
+    interrupts: int = 0
+    """Device interrupt lines of its vector table (after the 16 core exceptions)."""
 
 
 @dataclass(frozen=True)
@@ -185,6 +204,8 @@ class Context:
     """For a task: the name the RTOS gives it."""
     budget: int | None = None
     """For a task whose stack the RTOS or the application allocates: its size."""
+    irq: int | None = None
+    """For an isr of a device: its interrupt line (vector table entry 16 + irq)."""
 
     def stack_budget(self) -> int | None:
         """Bytes of the stack this context's entry runs on, wherever it is."""
