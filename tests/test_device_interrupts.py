@@ -166,3 +166,54 @@ def test_the_exerciser_refuses_an_isr_it_cannot_raise(
         "`irq: LINE`), not 'UART0_IRQHandler'\n"
     )
     assert not (tmp_path / "p").exists()
+
+
+def test_a_device_isr_priority_is_a_level_the_startup_code_can_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whatever the project runs, the startup code writes an isr's level into the 3 bits
+    every Armv7-M core implements: 64, a raw byte, is no such level."""
+    board = tmp_path / "raw.yaml"
+    board.write_text(
+        "memplace: board/v1\nextends: qemu-mps2-an385\nname: raw\ncontexts:\n"
+        "  timer0: {core: cpu0, kind: isr, irq: 8, preempts: [main], priority: 64}\n"
+    )
+    workload = tmp_path / "irqdemo.yaml"
+    workload.write_text(WORKLOAD)
+    sources = tmp_path / "app"
+    sources.mkdir()
+    (sources / "app.c").write_text("int app_main(void) { return 0; }\n")
+    argv = ("--project-type", "app", "--sources", sources, "--out", tmp_path / "p")
+    code, out, err = run_cli(capsys, "generate", board, workload, *argv)
+    assert code == 2 and out == ""
+    assert err == (
+        "memplace: error: contexts.timer0.priority: the startup code programs device "
+        "interrupt priorities in the 3 priority bits that every armv7-m core implements, "
+        "0..7; got 64 on cortex-m3\n"
+    )
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_worker_thread_takes_the_device_isrs_frame_on_its_own_stack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "thread.yaml"
+    board.write_text(
+        "memplace: board/v1\nextends: qemu-mps2-an385\nname: thread-irq\ncontexts:\n"
+        "  main: {threads: 1}\n"
+        "  timer0: {core: cpu0, kind: isr, entry: TIMER0_Handler, irq: 8, preempts: [main], "
+        "priority: 1}\n"
+    )
+    workload = tmp_path / "thr.yaml"
+    workload.write_text(
+        "memplace: workload/v1\nname: thr\nsteps: 2\nbuffers:\n"
+        "  - {name: a, size: 1K, live: [0, 1]}\n"
+        "  - {name: t, size: 256, live: [0, 1], scope: main.thread0.stack}\n"
+    )
+    report = _check_json(capsys, board, workload, "--out", tmp_path / "p")
+    assert report["ok"], report
+    exerciser = (tmp_path / "p" / "src" / "exerciser_cpu0.c").read_text()
+    assert "main_thread0_raises[] = {\n    {0xe000e200u, 0x00000100u},\n};" in exerciser
+    thread = next(s for s in report["stacks"] if s["context"] == "main.thread0")
+    assert thread["interrupts"] == [{"context": "timer0", "bytes": FRAME + 4}]
+    assert thread["measured"] >= thread["planned"] + FRAME

@@ -347,6 +347,9 @@ def _core(
     if options.project_type == "exerciser":
         for isr in isrs:
             _check_raisable(isr, core)
+    for isr in isrs:
+        if isr.irq is not None:
+            _check_level(isr, core, "the startup code programs device interrupt priorities")
     entry = "app_main" if options.project_type == "app" else main.entry
     return {
         "name": core.name,
@@ -521,12 +524,17 @@ def _check_raisable(isr: Context, core: Core) -> None:
             f"interrupt line (give the context `irq: LINE`), not {isr.entry!r}",
             key=f"contexts.{isr.name}.entry",
         )
+    _check_level(isr, core, "the exerciser sets ISR priorities")
+
+
+def _check_level(isr: Context, core: Core, who: str) -> None:
+    """An ISR's priority is a level in the priority bits every core of its architecture
+    implements: what memplace writes into its priority field."""
     bits = _priority_bits(core)
     if isr.priority >= 1 << bits:
         raise InputError(
-            f"the exerciser sets ISR priorities in the {bits} priority bits that every "
-            f"{CPUS[core.cpu]} core implements, 0..{(1 << bits) - 1}; got {isr.priority} "
-            f"on {core.cpu}",
+            f"{who} in the {bits} priority bits that every {CPUS[core.cpu]} core implements, "
+            f"0..{(1 << bits) - 1}; got {isr.priority} on {core.cpu}",
             key=f"contexts.{isr.name}.priority",
         )
 
