@@ -253,14 +253,15 @@ def _vector_handler(
     handler = int.from_bytes(data, "little") & ~1
     node = analysis.graph.nodes.get(handler)
     held = node.name if node is not None else f"0x{handler:08x}"
+    if not handler:
+        held = "no handler (0)"
     if analysis.graph.by_name.get(context.entry) != handler:
         message = f"isr {context.name}: {where} holds {held}, not {context.entry}()"
         findings.append(Finding("vector", context.name, message))
-    if node is None:
+    if node is None and handler:
         message = f"isr {context.name}: {where} holds 0x{handler:08x}, no function of the image"
         findings.append(Finding("stack-unbounded", context.name, message))
-        return None
-    return handler
+    return handler if node is not None else None
 
 
 def _vector_entries(image: Image, boot: int) -> int | None:
