@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -1211,3 +1212,12 @@ def test_a_core_keeps_its_lines_and_an_isr_its_line(board_data: dict[str, Any]) 
     assert (board.contexts["uart"].irq, board.contexts["main"].irq) == (31, None)
     again = Board.from_resolved(board.to_data())
     assert again.cores["cpu0"].interrupts == 128 and again.contexts["uart"].irq == 31
+
+
+def test_boards_show_names_the_lines_and_the_wired_isrs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["boards", "show", "stm32h743"]) == 0
+    text = capsys.readouterr().out
+    assert "\n  150 device interrupt lines: a vector table of 166 entries\n" in text
+    assert "\n  eth: isr on cm7, entry ETH_IRQHandler(), irq 61, on the stacks of main\n" in text
+    assert main(["boards", "show", "stm32h743", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cores"]["cm7"]["interrupts"] == 150
