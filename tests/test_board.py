@@ -1221,3 +1221,15 @@ def test_boards_show_names_the_lines_and_the_wired_isrs(capsys: pytest.CaptureFi
     assert "\n  eth: isr on cm7, entry ETH_IRQHandler(), irq 61, on the stacks of main\n" in text
     assert main(["boards", "show", "stm32h743", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cores"]["cm7"]["interrupts"] == 150
+
+
+def test_the_device_interrupts_example_of_the_docs_loads(tmp_path: Path) -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs" / "boards.md"
+    section = docs.read_text().split("## Device interrupts", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "my-h743.yaml"
+    path.write_text(example)
+    board = Board.from_file(path)
+    assert board.cores["cm7"].interrupts == 150
+    wired = {c.name: (c.entry, c.irq, c.priority) for c in board.contexts.values() if c.irq}
+    assert wired == {"eth": ("ETH_IRQHandler", 61, 5), "uart": ("USART3_IRQHandler", 39, 4)}
