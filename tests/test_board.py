@@ -1171,6 +1171,12 @@ IRQ_RULES: list[tuple[str, Change, str]] = [
         r"cores.cpu0.interrupts: a cortex-m0 has at most 32 device interrupt lines, got 33",
     ),
     (
+        "a table with device lines off its boundary",
+        _set("cores.cpu0.boot", 0x80),
+        r"cores.cpu0.boot: a vector table of 144 entries starts on a 1024-byte boundary "
+        r"\(VTOR\); core 'cpu0' boots from 0x00000080",
+    ),
+    (
         "negative line count",
         _set("cores.cpu0.interrupts", -1),
         r"cores.cpu0.interrupts: must be at least 0, got -1",

@@ -217,3 +217,33 @@ def test_a_worker_thread_takes_the_device_isrs_frame_on_its_own_stack(
     thread = next(s for s in report["stacks"] if s["context"] == "main.thread0")
     assert thread["interrupts"] == [{"context": "timer0", "bytes": FRAME + 4}]
     assert thread["measured"] >= thread["planned"] + FRAME
+
+
+def test_a_table_the_reset_code_copies_is_aligned_for_vtor_and_wires_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The image runs from SSRAM2&3, copied out of SSRAM1: VTOR moves to the copied table
+    of 48 entries, which starts on a 256-byte boundary, and the timer's line reaches its
+    handler through it."""
+    board = tmp_path / "ram.yaml"
+    board.write_text(
+        "memplace: board/v1\nextends: qemu-mps2-an385\nname: ram-irq\ncores:\n  cpu0:\n"
+        "    layout: {vectors: ssram23, code: ssram23, data: ssram23, load: ssram1, "
+        "copy: reset}\ncontexts:\n"
+        "  timer0: {core: cpu0, kind: isr, entry: TIMER0_Handler, irq: 8, preempts: [main], "
+        "priority: 1}\n"
+    )
+    workload = tmp_path / "irqdemo.yaml"
+    workload.write_text(WORKLOAD)
+    report = _check_json(capsys, board, workload, "--out", tmp_path / "p")
+    assert report["ok"], report
+    assert "ALIGN(256)" in (tmp_path / "p" / "memplace" / "cpu0" / "linker.ld").read_text()
+    elf = tmp_path / "p" / "build" / "cpu0.elf"
+    with elf.open("rb") as handle:
+        vectors = ELFFile(handle).get_section_by_name(".vectors")
+        assert vectors is not None and vectors["sh_addralign"] == 256
+        assert vectors["sh_addr"] % 256 == 0 and vectors["sh_size"] == 48 * 4
+        table = vectors.data()
+    assert (
+        int.from_bytes(table[4 * 24 : 4 * 25], "little") == _symbols(elf)["TIMER0_Handler"][0] | 1
+    )

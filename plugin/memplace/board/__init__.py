@@ -42,6 +42,7 @@ from memplace.board.parts import (
     Run,
     Stack,
     human_size,
+    vector_align,
 )
 from memplace.board.rules import (
     BOARD_KEYS,
@@ -116,4 +117,5 @@ __all__ = [
     "load_board",
     "memory_map_data",
     "memory_map_text",
+    "vector_align",
 ]

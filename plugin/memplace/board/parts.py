@@ -82,6 +82,13 @@ MAX_INTERRUPTS = {
 FIRST_IRQ_EXCEPTION = 16
 
 
+def vector_align(interrupts: int) -> int:
+    """The boundary a vector table of 16 + `interrupts` entries starts on, for VTOR: its
+    size rounded up to a power of two, and at least 128 bytes (Armv7-M and Armv8-M)."""
+    size = 4 * (FIRST_IRQ_EXCEPTION + interrupts)
+    return max(128, 1 << (size - 1).bit_length())
+
+
 @dataclass(frozen=True)
 class Memory:
     name: str

@@ -47,6 +47,7 @@ from memplace.board.parts import (
     Release,
     ReleaseStep,
     Run,
+    vector_align,
 )
 from memplace.errors import InputError, Mark
 from memplace.hints import read_stack_hints
@@ -334,6 +335,7 @@ class BoardReader:
         _check_copiers(cores_node, cores, memories)
         _check_shared_layouts(cores_node, cores)
         _check_views(root.child("memories"), cores, memories)
+        _check_vector_tables(cores_node, cores)
         pools_node = root.get("pools")
         pool_specs = [
             self._pool(key, node, memories, cores)
@@ -785,6 +787,23 @@ def _interrupts(node: Node | None, cpu: str) -> int:
             f"a {cpu} has at most {MAX_INTERRUPTS[cpu]} device interrupt lines, got {count}"
         )
     return count
+
+def _check_vector_tables(cores_node: Node, cores: Mapping[str, Core]) -> None:
+    """A table with device lines starts on its own size's power-of-two boundary (VTOR), as
+    the core sees it. A core whose reset code moves VTOR boots from a table of the 16 core
+    exceptions; the linker aligns the copy it moves to."""
+    for name, core in cores.items():
+        if not core.interrupts or core.boot % vector_align(core.interrupts) == 0:
+            continue
+        if core.layout.copy == "reset" and core.layout.vectors != core.layout.load:
+            continue
+        node = cores_node.child(name)
+        place = node.child("boot") if node.has("boot") else node.child("interrupts")
+        entries = FIRST_IRQ_EXCEPTION + core.interrupts
+        raise place.error(
+            f"a vector table of {entries} entries starts on a {vector_align(core.interrupts)}"
+            f"-byte boundary (VTOR); core {name!r} boots from 0x{core.boot:08x}"
+        )
 
 def _irq(node: Node | None, kind: str) -> int | None:
     if node is None:

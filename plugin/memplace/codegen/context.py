@@ -21,6 +21,7 @@ from memplace.board import (
     Board,
     Context,
     Core,
+    vector_align,
 )
 from memplace.errors import InputError
 from memplace.hints import StackHints
@@ -390,6 +391,7 @@ def _core(
         "entry": entry,
         "isrs": [_isr(isr, core) for isr in isrs],
         "interrupts": core.interrupts,
+        "vector_align": vector_align(core.interrupts),
         "vector_lines": _vector_lines(core, isrs),
         "device_isrs": [_isr(isr, core) for isr in isrs if isr.irq is not None],
         "mailbox": box,
