@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -1111,3 +1112,130 @@ def test_boards_show_refuses_a_file_that_is_not_text(
     assert (
         err == f"memplace: error: {path}:1:1: not UTF-8 text (byte 0xff); save the file as UTF-8\n"
     )
+
+
+def _isr(irq: int, **more: Any) -> dict[str, Any]:
+    return {"core": "cpu0", "kind": "isr", "preempts": ["main"], "irq": irq, **more}
+
+
+# Device interrupts, each rule broken once on the default board (128 lines on cpu0).
+IRQ_RULES: list[tuple[str, Change, str]] = [
+    (
+        "irq on a core without interrupts",
+        lambda data: (
+            data["cores"]["cpu0"].pop("interrupts"),
+            data["contexts"].update(uart=_isr(3)),
+        ),
+        r"contexts.uart.irq: core 'cpu0' declares no device interrupt lines; add "
+        r"`interrupts: N` to it",
+    ),
+    (
+        "irq past the last line",
+        _set("contexts.uart", _isr(128)),
+        r"contexts.uart.irq: core 'cpu0' has 128 device interrupt lines \(0..127\); there is "
+        r"no line 128",
+    ),
+    (
+        "negative irq",
+        _set("contexts.uart", _isr(-1)),
+        r"contexts.uart.irq: must be at least 0, got -1",
+    ),
+    (
+        "two isrs on one line",
+        lambda data: data["contexts"].update(
+            uart=_isr(3, entry="UART0_IRQHandler"), spi=_isr(3, entry="SPI0_IRQHandler")
+        ),
+        r"contexts.spi.irq: context 'uart' is already wired to irq 3 of core 'cpu0'; a line "
+        r"has one handler",
+    ),
+    (
+        "irq on a thread",
+        _set("contexts.main.irq", 3),
+        r"contexts.main.irq: irq is the device interrupt line of an isr; a thread context has "
+        r"none \(remove it, or set kind: isr\)",
+    ),
+    (
+        "irq wired to a core exception's handler",
+        _set("contexts.uart", _isr(3, entry="SysTick_Handler")),
+        r"contexts.uart.entry: SysTick_Handler is the handler of a core exception; the handler "
+        r"of irq 3 \(exception 19\) needs a name of its own",
+    ),
+    (
+        "more lines than the cpu has",
+        _set("cores.cpu0.interrupts", 481),
+        r"cores.cpu0.interrupts: a cortex-m55 has at most 480 device interrupt lines, got 481",
+    ),
+    (
+        "more lines than a cortex-m0 has",
+        lambda data: data["cores"]["cpu0"].update(cpu="cortex-m0", float_abi="soft", interrupts=33),
+        r"cores.cpu0.interrupts: a cortex-m0 has at most 32 device interrupt lines, got 33",
+    ),
+    (
+        "a table with device lines off its boundary",
+        _set("cores.cpu0.boot", 0x80),
+        r"cores.cpu0.boot: a vector table of 144 entries starts on a 1024-byte boundary "
+        r"\(VTOR\); core 'cpu0' boots from 0x00000080",
+    ),
+    (
+        "negative line count",
+        _set("cores.cpu0.interrupts", -1),
+        r"cores.cpu0.interrupts: must be at least 0, got -1",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [(c, m) for _, c, m in IRQ_RULES],
+    ids=[name for name, _, _ in IRQ_RULES],
+)
+def test_irq_rule(tmp_path: Path, board_data: dict[str, Any], change: Change, message: str) -> None:
+    change(board_data)
+    assert re.search(message, _error(tmp_path, board_data))
+
+
+def test_an_irq_error_names_the_line_and_column_of_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], write_yaml: Callable[[str, str], Path]
+) -> None:
+    path = write_yaml(
+        "board.yaml",
+        "memplace: board/v1\nextends: qemu-mps2-an385\nname: b\ncontexts:\n"
+        "  timer0: {core: cpu0, kind: isr, preempts: [main], irq: 32}\n",
+    )
+    assert main(["boards", "show", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"memplace: error: {path}:5:58: contexts.timer0.irq: core 'cpu0' has 32 device "
+        "interrupt lines (0..31); there is no line 32\n"
+    )
+
+
+def test_a_core_keeps_its_lines_and_an_isr_its_line(board_data: dict[str, Any]) -> None:
+    board_data["contexts"]["uart"] = _isr(31, entry="UART0_IRQHandler", priority=3)
+    board = Board.from_data(board_data)
+    assert board.cores["cpu0"].interrupts == 128
+    assert (board.contexts["uart"].irq, board.contexts["main"].irq) == (31, None)
+    again = Board.from_resolved(board.to_data())
+    assert again.cores["cpu0"].interrupts == 128 and again.contexts["uart"].irq == 31
+
+
+def test_boards_show_names_the_lines_and_the_wired_isrs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["boards", "show", "stm32h743"]) == 0
+    text = capsys.readouterr().out
+    assert "\n  150 device interrupt lines: a vector table of 166 entries\n" in text
+    assert "\n  eth: isr on cm7, entry ETH_IRQHandler(), irq 61, on the stacks of main\n" in text
+    assert main(["boards", "show", "stm32h743", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cores"]["cm7"]["interrupts"] == 150
+
+
+def test_the_device_interrupts_example_of_the_docs_loads(tmp_path: Path) -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs" / "boards.md"
+    section = docs.read_text().split("## Device interrupts", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "my-h743.yaml"
+    path.write_text(example)
+    board = Board.from_file(path)
+    assert board.cores["cm7"].interrupts == 150
+    wired = {c.name: (c.entry, c.irq, c.priority) for c in board.contexts.values() if c.irq}
+    assert wired == {"eth": ("ETH_IRQHandler", 61, 5), "uart": ("USART3_IRQHandler", 39, 4)}

@@ -575,8 +575,10 @@ def test_a_thread_raises_only_the_isrs_that_preempt_its_context(tmp_path: Path) 
         "src/exerciser_cpu0.c"
     ]
     # SysTick pends through ICSR bit 26, PendSV through bit 28: only SysTick is raised.
-    assert "0x14000000u" not in exerciser and "0x10000000u);" not in exerciser
-    assert "stack_area, failed,\n                                       0x04000000u);" in exerciser
+    raises = "main_thread0_raises[] = {\n    {0xe000ed04u, 0x04000000u},\n};"
+    assert raises in exerciser and "0x10000000u}" not in exerciser
+    call = "stack_area, failed,\n" + " " * 39 + "main_thread0_raises, 1u);"
+    assert call in exerciser
     header = (
         "/* Worker thread 0 of main, on stack main.thread0; preempted by ISR\n * contexts tick. */"
     )

@@ -91,7 +91,8 @@ def test_an_isr_the_exerciser_cannot_raise_is_refused(
     assert code == 2
     assert (
         "contexts.pendsv.entry: the exerciser can raise ISR contexts on SysTick_Handler or "
-        "PendSV_Handler, not 'UART0_IRQHandler'"
+        "PendSV_Handler, or on a device interrupt line (give the context `irq: LINE`), not "
+        "'UART0_IRQHandler'"
     ) in out
     assert not (tmp_path / "p").exists()
 

@@ -162,3 +162,28 @@ def test_verify_without_a_run_finds_nothing_and_bounds_every_stack(
     stacks = {s.context: s.static_bound for s in report.stacks}
     assert sorted(stacks) == sorted(c.name for c in board.contexts.values() if c.stack)
     assert all(bound is not None and bound > 0 for bound in stacks.values()), stacks
+
+
+@pytest.mark.parametrize("name", ["stm32h743", "stm32h747"])
+def test_the_vector_table_holds_every_device_line_with_its_isr_wired(
+    name: str, built: Callable[[str], Path]
+) -> None:
+    """RM0433/RM0399: 150 lines on each core; the H743's Ethernet ISR on line 61."""
+    board = load_board(name)
+    folder = built(name)
+    wired = {}
+    for core in board.cores.values():
+        assert core.interrupts == 150
+        with (folder / BUILD_DIR / f"{core.name}.elf").open("rb") as stream:
+            elf = ELFFile(stream)
+            section = elf.get_section_by_name(".vectors")
+            assert section is not None and section["sh_size"] == 4 * (16 + 150)
+            table = section.data()
+            symbols = _symbols(elf)
+            for context in board.contexts.values():
+                if context.core == core.name and context.irq is not None:
+                    at = 4 * (16 + context.irq)
+                    handler = int.from_bytes(table[at : at + 4], "little")
+                    assert handler == symbols[context.entry]["st_value"] | 1
+                    wired[context.entry] = context.irq
+    assert wired == ({"ETH_IRQHandler": 61} if name == "stm32h743" else {})

@@ -108,6 +108,9 @@ def _broken(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("memplace", "board/v2", "'board/v1' was expected"),
         ("contexts.main.max_stack_alloca", "1Q", "is not valid under any of the given schemas"),
         ("contexts.main.priority", 1, "should not be valid"),
+        ("contexts.main.irq", 3, "should not be valid"),
+        ("cores.cpu0.interrupts", 481, "is greater than the maximum"),
+        ("cores.cpu0.interrupts", "many", "is not of type 'integer'"),
         ("stack_hints", [{"recursoin": []}], "Additional properties are not allowed"),
         ("stack_hints", [{"recursion": [{"function": "f"}]}], "'depth' is a required property"),
         ("stack_hints", [{"memplace": "stack_hints/v2"}], "'stack_hints/v1' was expected"),
@@ -169,6 +172,7 @@ def test_the_schema_takes_sizes_for_max_stack_alloca_and_inline_stack_hints(
         "kind": "isr",
         "preempts": "main",
         "priority": 3,
+        "irq": 7,
     }
     default_board["stack_hints"] = [
         {

@@ -224,3 +224,58 @@ def test_the_ci_section_runs_as_written(tmp_path: Path) -> None:
         assert line in steps
         assert line in gitlab["stacks"]["script"]
     assert gitlab["stacks"]["artifacts"]["reports"]["junit"] == "stacks.xml"
+
+
+def _wired(irq: int) -> str:
+    """The bare board with TIMER0_Handler's context wired to device interrupt line `irq`."""
+    return (
+        "memplace: board/v1\nextends: qemu-mps2-an385\nname: wired\ncontexts:\n"
+        "  timer0: {core: cpu0, kind: isr, entry: TIMER0_Handler, priority: 64, "
+        f"preempts: [main], irq: {irq}}}\n"
+    )
+
+
+def test_an_isr_on_its_line_is_bounded_from_the_vector_table(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _stacks(capsys, tmp_path, _wired(8), str(firmware), "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["findings"] == []
+    (main_stack,) = report["stacks"]
+    assert main_stack["interrupts"] == [{"context": "timer0", "bytes": TIMER0}]
+    assert main_stack["static_bound"] == MAIN_PATH + TIMER0
+
+
+def test_a_vector_table_entry_that_is_not_the_isrs_entry_is_a_finding(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Line 7 of the example's table is Default_Handler's: what runs when it fires is
+    bounded, and the board's entry is said to be elsewhere."""
+    code, out, _ = _stacks(capsys, tmp_path, _wired(7), str(firmware), "--json")
+    assert code == 1
+    report = json.loads(out)
+    (finding,) = report["findings"]
+    assert (finding["check"], finding["subject"]) == ("vector", "main")
+    assert finding["message"] == (
+        "isr timer0: entry 23 (irq 7) of the vector table at 0x00000000 holds Default_Handler, "
+        "not TIMER0_Handler()"
+    )
+    (main_stack,) = report["stacks"]
+    (handler,) = main_stack["interrupts"]
+    assert handler["context"] == "timer0" and handler["bytes"] < TIMER0
+
+
+def test_a_line_past_the_end_of_the_vector_table_is_a_finding(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _stacks(capsys, tmp_path, _wired(9), str(firmware), "--json")
+    assert code == 1
+    report = json.loads(out)
+    (finding,) = report["findings"]
+    assert (finding["check"], finding["subject"]) == ("vector", "main")
+    assert finding["message"] == (
+        f"isr timer0: {firmware.name} has no entry 25 (irq 9) of the vector table at "
+        "0x00000000 (it has 25 entries)"
+    )
+    assert json.loads(out)["stacks"][0]["static_bound"] is None

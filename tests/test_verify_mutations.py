@@ -73,7 +73,7 @@ def test_a_constant_without_its_load_copy_is_caught(
 def test_a_load_copy_on_top_of_the_code_is_caught(
     demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = demo_copy("--change-section-lma", ".memplace.pool.ddr_const=0x00000100")
+    mutant = demo_copy("--change-section-lma", ".memplace.pool.ddr_const=0x00000400")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     assert (

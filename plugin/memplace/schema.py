@@ -179,6 +179,11 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                 "boot": b.ref("address"),
                 "release": b.ref("release"),
                 "rtos": {"enum": list(board.RTOSES)},
+                "interrupts": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": max(board.MAX_INTERRUPTS.values()),
+                },
             },
             "a CPU that runs code; one image (ELF) per core",
         ),
@@ -258,14 +263,22 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                     "preempts": b.ref("names"),
                     "priority": {"type": "integer", "minimum": 0, "maximum": board.MAX_PRIORITY},
                     "task": {"type": "string", "minLength": 1},
+                    "irq": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": max(board.MAX_INTERRUPTS.values()) - 1,
+                    },
                 },
                 "an execution context with its stack budget",
             ),
-            # A thread needs a stack and has no priority; an isr may run on the stacks it
-            # preempts.
+            # A thread needs a stack and has no priority or interrupt line; an isr may run
+            # on the stacks it preempts.
             **{
                 "if": {"properties": {"kind": {"const": "isr"}}, "required": ["kind"]},
-                "else": {"required": ["stack"], "not": {"required": ["priority"]}},
+                "else": {
+                    "required": ["stack"],
+                    "not": {"anyOf": [{"required": ["priority"]}, {"required": ["irq"]}]},
+                },
             },
         ),
         "run": b.object(

@@ -15,8 +15,10 @@ from memplace.board.parts import (
     COPIERS,
     CPUS,
     DEVICE_KINDS,
+    FIRST_IRQ_EXCEPTION,
     FLOAT_ABIS,
     LAYOUT_KEYS,
+    MAX_INTERRUPTS,
     MAX_PRIORITY,
     MEMORY_KINDS,
     POOL_ALIGN,
@@ -40,6 +42,7 @@ from memplace.board.parts import (
     Run,
     Stack,
     human_size,
+    vector_align,
 )
 from memplace.board.rules import (
     BOARD_KEYS,
@@ -71,10 +74,12 @@ __all__ = [
     "CPUS",
     "DEVICE_KEYS",
     "DEVICE_KINDS",
+    "FIRST_IRQ_EXCEPTION",
     "FLASH_KEYS",
     "FLOAT_ABIS",
     "LAYOUT_FIELDS",
     "LAYOUT_KEYS",
+    "MAX_INTERRUPTS",
     "MAX_PRIORITY",
     "MEMORY_KEYS",
     "MEMORY_KINDS",
@@ -112,4 +117,5 @@ __all__ = [
     "load_board",
     "memory_map_data",
     "memory_map_text",
+    "vector_align",
 ]

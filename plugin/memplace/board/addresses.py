@@ -46,6 +46,7 @@ class ContextSpec:
     threads: int
     task: str | None = None
     budget: int | None = None
+    irq: int | None = None
 
     def build(self, stacks: Mapping[tuple[str, int], Stack]) -> Context:
         """The context, with its stacks as `reserve` placed them (thread -1: its own)."""
@@ -63,6 +64,7 @@ class ContextSpec:
             thread_stacks,
             self.task,
             self.budget,
+            self.irq,
         )
 
 

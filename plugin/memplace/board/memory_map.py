@@ -19,6 +19,7 @@ def memory_map_data(board: Board) -> dict[str, Any]:
                 "boot": core.boot,
                 "released_by": core.release.by if core.release else None,
                 "copy": core.layout.copy,
+                "interrupts": core.interrupts,
                 "memories": [
                     {
                         "name": entry.memory.name,
@@ -67,6 +68,11 @@ def memory_map_text(board: Board) -> str:
             f"core {name} ({core.cpu}, float {core.float_abi}): boots at "
             f"0x{core.boot:08x}, {start}",
         ]
+        if core.interrupts:
+            lines.append(
+                f"  {core.interrupts} device interrupt lines: a vector table of "
+                f"{16 + core.interrupts} entries"
+            )
         for entry in board.memory_map(name):
             memory = entry.memory
             span = f"[0x{entry.address:08x}, 0x{entry.address + memory.size:08x})"
@@ -94,8 +100,9 @@ def memory_map_text(board: Board) -> str:
             else f"on the stacks of {', '.join(context.preempts)}"
         )
         threads = f", {context.threads} threads" if context.threads else ""
+        irq = f", irq {context.irq}" if context.irq is not None else ""
         lines.append(
-            f"  {context.name}: {context.kind} on {context.core}, entry {context.entry}(), "
+            f"  {context.name}: {context.kind} on {context.core}, entry {context.entry}(){irq}, "
             f"{stack}{threads}"
         )
     return "\n".join(lines)

@@ -182,6 +182,7 @@ def _core_data(core: Core) -> dict[str, Any]:
         "boot": core.boot,
         "release": release,
         "rtos": core.rtos,
+        "interrupts": core.interrupts,
     }
 
 
@@ -198,6 +199,7 @@ def _context_data(context: Context) -> dict[str, Any]:
         "priority": context.priority,
         "task": context.task,
         "budget": context.budget,
+        "irq": context.irq,
     }
 
 
@@ -248,6 +250,7 @@ def _core_from(name: str, data: Mapping[str, Any]) -> Core:
         boot=data.get("boot", 0),
         release=release,
         rtos=data.get("rtos", "none"),
+        interrupts=data.get("interrupts", 0),
     )
 
 
@@ -270,6 +273,7 @@ def _context_from(name: str, data: Mapping[str, Any]) -> Context:
         thread_stacks=tuple(stack for stack in thread_stacks if stack is not None),
         task=data.get("task"),
         budget=data.get("budget"),
+        irq=data.get("irq"),
     )
 
 

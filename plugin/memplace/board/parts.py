@@ -64,6 +64,30 @@ MAX_PRIORITY = 255
 
 RELEASE_HANDSHAKES = ("rp2040-sio-fifo",)
 
+# Device interrupt lines each CPU's NVIC can have at most (the Technical Reference
+# Manuals: Cortex-M0/M0+ 32, Cortex-M3/M4/M7/M23 240, Cortex-M33/M55/M85 480).
+MAX_INTERRUPTS = {
+    "cortex-m0": 32,
+    "cortex-m0plus": 32,
+    "cortex-m3": 240,
+    "cortex-m4": 240,
+    "cortex-m7": 240,
+    "cortex-m23": 240,
+    "cortex-m33": 480,
+    "cortex-m55": 480,
+    "cortex-m85": 480,
+}
+
+# Exception 16 + K of the vector table is device interrupt line K.
+FIRST_IRQ_EXCEPTION = 16
+
+
+def vector_align(interrupts: int) -> int:
+    """The boundary a vector table of 16 + `interrupts` entries starts on, for VTOR: its
+    size rounded up to a power of two, and at least 128 bytes (Armv7-M and Armv8-M)."""
+    size = 4 * (FIRST_IRQ_EXCEPTION + interrupts)
+    return max(128, 1 << (size - 1).bit_length())
+
 
 @dataclass(frozen=True)
 class Memory:
@@ -145,6 +169,8 @@ class Core:
     boot: int = 0
     release: Release | None = None
     rtos: str = "none"
+    interrupts: int = 0
+    """Device interrupt lines of its vector table (after the 16 core exceptions)."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +221,8 @@ class Context:
     """For a task: the name the RTOS gives it."""
     budget: int | None = None
     """For a task whose stack the RTOS or the application allocates: its size."""
+    irq: int | None = None
+    """For an isr of a device: its interrupt line (vector table entry 16 + irq)."""
 
     def stack_budget(self) -> int | None:
         """Bytes of the stack this context's entry runs on, wherever it is."""

@@ -26,8 +26,10 @@ from memplace.board.parts import (
     CPUS,
     CPUS_WITHOUT_VTOR,
     DEVICE_KINDS,
+    FIRST_IRQ_EXCEPTION,
     FLOAT_ABIS,
     LAYOUT_KEYS,
+    MAX_INTERRUPTS,
     MAX_PRIORITY,
     MEMORY_KINDS,
     OPERANDS,
@@ -45,6 +47,7 @@ from memplace.board.parts import (
     Release,
     ReleaseStep,
     Run,
+    vector_align,
 )
 from memplace.errors import InputError, Mark
 from memplace.hints import read_stack_hints
@@ -74,6 +77,13 @@ C_KEYWORDS = frozenset((
     "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn", "_Static_assert",
     "_Thread_local",
 ))
+
+# The handlers of the 16 core exceptions in memplace's startup code.
+CORE_HANDLERS = (
+    "Reset_Handler", "NMI_Handler", "HardFault_Handler", "MemManage_Handler",
+    "BusFault_Handler", "UsageFault_Handler", "SecureFault_Handler", "SVC_Handler",
+    "DebugMon_Handler", "PendSV_Handler", "SysTick_Handler", "Default_Handler",
+)
 
 @dataclass(frozen=True)
 class Key:
@@ -112,6 +122,11 @@ CORE_KEYS = (
     ),
     Key("release", "how another core starts this one; absent: it starts at reset"),
     Key("rtos", "none or freertos: what switches this core's tasks (default none)"),
+    Key(
+        "interrupts",
+        "device interrupt lines of its vector table (the vendor's IRQ count); a generated "
+        "table holds 16 + interrupts entries (default 0: the core exceptions only)",
+    ),
 )
 
 LAYOUT_FIELDS = (
@@ -172,7 +187,13 @@ CONTEXT_KEYS = (
         "bytes: largest buffer planned on this stack under scope global (default 0)",
     ),
     Key("preempts", "contexts on the same core whose stacks this one runs on when it fires"),
-    Key("priority", "isr only: exception priority 0..255, lower preempts higher (default 0)"),
+    Key(
+        "priority",
+        "isr only: its preemption level, lower preempts higher (default 0); generated "
+        "projects write it into the priority bits every core of the architecture implements "
+        "(levels 0..7, or 0..3 on Armv6-M and Armv8-M Baseline)",
+    ),
+    Key("irq", "isr only: its device interrupt line; vector table entry 16 + irq is its entry"),
     Key("task", "task only: the name the RTOS knows the task by (default: the context's)"),
 )
 
@@ -314,6 +335,7 @@ class BoardReader:
         _check_copiers(cores_node, cores, memories)
         _check_shared_layouts(cores_node, cores)
         _check_views(root.child("memories"), cores, memories)
+        _check_vector_tables(cores_node, cores)
         pools_node = root.get("pools")
         pool_specs = [
             self._pool(key, node, memories, cores)
@@ -329,6 +351,7 @@ class BoardReader:
         if not context_specs:
             raise contexts_node.error("a board needs at least one context")
         _check_contexts(contexts_node, context_specs, cores)
+        _check_irqs(context_specs, cores)
         pools, stacks = reserve(pool_specs, context_specs, memories, cores, self.doc.file)
         contexts = {spec.name: spec.build(stacks) for spec in context_specs}
         run = self._run()
@@ -409,7 +432,8 @@ class BoardReader:
             boot = _boot(item.child("boot"), name, memories[boots_from], role)
         release = _release(item.child("release")) if item.has("release") else None
         rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
-        return Core(name, cpu, float_abi, layout, boot, release, rtos)
+        interrupts = _interrupts(item.get("interrupts"), cpu)
+        return Core(name, cpu, float_abi, layout, boot, release, rtos, interrupts=interrupts)
 
     def _pool(
         self,
@@ -478,6 +502,7 @@ class BoardReader:
         alloca = alloca_node.size(allow_zero=True) if alloca_node else 0
         _check_alloca(item, alloca, stack)
         priority = _priority(item.get("priority"), kind)
+        irq = _irq(item.get("irq"), kind)
         preempts_node = item.get("preempts")
         return ContextSpec(
             name=name,
@@ -492,6 +517,7 @@ class BoardReader:
             threads=threads,
             task=task,
             budget=budget,
+            irq=irq,
         )
 
     def _run(self) -> Run:
@@ -750,6 +776,75 @@ def _priority(node: Node | None, kind: str) -> int:
     if priority > MAX_PRIORITY:
         raise node.error(f"an exception priority is 0..{MAX_PRIORITY}, got {priority}")
     return priority
+
+def _interrupts(node: Node | None, cpu: str) -> int:
+    """A core's device interrupt lines: as many as its NVIC can have, at most."""
+    if node is None:
+        return 0
+    count = node.integer()
+    if count > MAX_INTERRUPTS[cpu]:
+        raise node.error(
+            f"a {cpu} has at most {MAX_INTERRUPTS[cpu]} device interrupt lines, got {count}"
+        )
+    return count
+
+def _check_vector_tables(cores_node: Node, cores: Mapping[str, Core]) -> None:
+    """A table with device lines starts on its own size's power-of-two boundary (VTOR), as
+    the core sees it. A core whose reset code moves VTOR boots from a table of the 16 core
+    exceptions; the linker aligns the copy it moves to."""
+    for name, core in cores.items():
+        if not core.interrupts or core.boot % vector_align(core.interrupts) == 0:
+            continue
+        if core.layout.copy == "reset" and core.layout.vectors != core.layout.load:
+            continue
+        node = cores_node.child(name)
+        place = node.child("boot") if node.has("boot") else node.child("interrupts")
+        entries = FIRST_IRQ_EXCEPTION + core.interrupts
+        raise place.error(
+            f"a vector table of {entries} entries starts on a {vector_align(core.interrupts)}"
+            f"-byte boundary (VTOR); core {name!r} boots from 0x{core.boot:08x}"
+        )
+
+def _irq(node: Node | None, kind: str) -> int | None:
+    if node is None:
+        return None
+    if kind != "isr":
+        raise node.key_error(
+            f"irq is the device interrupt line of an isr; a {kind} context has none "
+            "(remove it, or set kind: isr)"
+        )
+    return node.integer()
+
+def _check_irqs(specs: list[ContextSpec], cores: Mapping[str, Core]) -> None:
+    """Each isr with a line is wired to a line its core's vector table has, one isr per
+    line, and through an entry of its own (a core exception's handler has its own entry)."""
+    wired: dict[tuple[str, int], str] = {}
+    for spec in specs:
+        if spec.irq is None:
+            continue
+        node = spec.node.child("irq")
+        lines = cores[spec.core].interrupts
+        if not lines:
+            raise node.error(
+                f"core {spec.core!r} declares no device interrupt lines; add "
+                f"`interrupts: N` to it (how many lines its vector table has)"
+            )
+        if spec.irq >= lines:
+            raise node.error(
+                f"core {spec.core!r} has {lines} device interrupt lines (0..{lines - 1}); "
+                f"there is no line {spec.irq}"
+            )
+        first = wired.setdefault((spec.core, spec.irq), spec.name)
+        if first != spec.name:
+            raise node.error(
+                f"context {first!r} is already wired to irq {spec.irq} of core {spec.core!r}; "
+                "a line has one handler"
+            )
+        if spec.entry in CORE_HANDLERS:
+            raise (spec.node.get("entry") or spec.node).error(
+                f"{spec.entry} is the handler of a core exception; the handler of irq "
+                f"{spec.irq} (exception {FIRST_IRQ_EXCEPTION + spec.irq}) needs a name of its own"
+            )
 
 def _check_alloca(item: Node, alloca: int, stack: tuple[str, int] | None) -> None:
     if stack is None and alloca:

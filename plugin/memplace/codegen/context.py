@@ -13,7 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memplace.board import CPUS, POOL_ALIGN, RELEASE_HANDSHAKES, Board, Context, Core
+from memplace.board import (
+    CPUS,
+    FIRST_IRQ_EXCEPTION,
+    POOL_ALIGN,
+    RELEASE_HANDSHAKES,
+    Board,
+    Context,
+    Core,
+    vector_align,
+)
 from memplace.errors import InputError
 from memplace.hints import StackHints
 from memplace.importers.mlf import ModelArchive
@@ -29,6 +38,13 @@ PENDABLE = {
     "SysTick_Handler": {"icsr_bit": 26, "shpr": 0xE000ED20, "shift": 24},
     "PendSV_Handler": {"icsr_bit": 28, "shpr": 0xE000ED20, "shift": 16},
 }
+# The NVIC's registers for device interrupt line K: a bit in the word 4 * (K // 32) of the
+# set-enable and set-pending arrays, and byte K of the priority array (written as a word:
+# Armv6-M allows only word accesses).
+NVIC_ISER = 0xE000E100
+NVIC_ISPR = 0xE000E200
+NVIC_IPR = 0xE000E400
+ICSR = 0xE000ED04
 # Priority bits every core of an architecture implements (the top bits of each 8-bit
 # field): exactly 2 on Armv6-M and Armv8-M Baseline, at least 3 elsewhere. Priorities are
 # written into those bits only, so they mean the same on every implementation.
@@ -335,6 +351,9 @@ def _core(
     if options.project_type == "exerciser":
         for isr in isrs:
             _check_raisable(isr, core)
+    for isr in isrs:
+        if isr.irq is not None:
+            _check_level(isr, core, "the startup code programs device interrupt priorities")
     entry = "app_main" if options.project_type == "app" else main.entry
     return {
         "name": core.name,
@@ -376,6 +395,10 @@ def _core(
         "main_stack": main.name,
         "entry": entry,
         "isrs": [_isr(isr, core) for isr in isrs],
+        "interrupts": core.interrupts,
+        "vector_align": vector_align(core.interrupts),
+        "vector_lines": _vector_lines(core, isrs),
+        "device_isrs": [_isr(isr, core) for isr in isrs if isr.irq is not None],
         "mailbox": box,
         "release_magic": RELEASE_TABLE_MAGIC,
         "releases": [
@@ -432,7 +455,7 @@ def _thread(
     return {
         **_stack(stack, board),
         "isrs": [isr["name"] for isr in preempting],
-        "isr_bits": sum(1 << isr["icsr_bit"] for isr in preempting),
+        "raises": [{"reg": isr["pend_reg"], "value": isr["pend_value"]} for isr in preempting],
         "buffers": [
             _checked(plan.workload, p) for p in plan.placements if p.stack == stack.context
         ],
@@ -569,35 +592,65 @@ def _priority_bits(core: Core) -> int:
 
 def _check_raisable(isr: Context, core: Core) -> None:
     """The exerciser raises an ISR context itself, at the priority the board gives it."""
-    if isr.entry not in PENDABLE:
+    if isr.entry not in PENDABLE and isr.irq is None:
         raise InputError(
-            f"the exerciser can raise ISR contexts on {' or '.join(PENDABLE)}, not {isr.entry!r}",
+            f"the exerciser can raise ISR contexts on {' or '.join(PENDABLE)}, or on a device "
+            f"interrupt line (give the context `irq: LINE`), not {isr.entry!r}",
             key=f"contexts.{isr.name}.entry",
         )
+    _check_level(isr, core, "the exerciser sets ISR priorities")
+
+
+def _check_level(isr: Context, core: Core, who: str) -> None:
+    """An ISR's priority is a level in the priority bits every core of its architecture
+    implements: what memplace writes into its priority field."""
     bits = _priority_bits(core)
     if isr.priority >= 1 << bits:
         raise InputError(
-            f"the exerciser sets ISR priorities in the {bits} priority bits that every "
-            f"{CPUS[core.cpu]} core implements, 0..{(1 << bits) - 1}; got {isr.priority} "
-            f"on {core.cpu}",
+            f"{who} in the {bits} priority bits that every {CPUS[core.cpu]} core implements, "
+            f"0..{(1 << bits) - 1}; got {isr.priority} on {core.cpu}",
             key=f"contexts.{isr.name}.priority",
         )
 
 
 def _isr(context: Context, core: Core) -> dict[str, Any]:
-    pend = PENDABLE.get(context.entry, {"icsr_bit": 0, "shpr": 0, "shift": 0})
+    """An ISR context as the templates raise it: the word to write where (`pend_reg`,
+    `pend_value`), the priority field to program (`prio_reg`, `prio_mask`, `prio_value`),
+    and for a device line the bit that enables it (`enable_reg`, None for a core exception)."""
     bits = _priority_bits(core)
+    level = (context.priority << (8 - bits)) & 0xFF
+    if context.irq is not None:
+        word, bit = divmod(context.irq, 32)
+        shift = context.irq % 4 * 8
+        pend_reg, pend_value = NVIC_ISPR + 4 * word, 1 << bit
+        prio_reg = NVIC_IPR + context.irq // 4 * 4
+        enable_reg: int | None = NVIC_ISER + 4 * word
+    else:
+        pend = PENDABLE.get(context.entry, {"icsr_bit": 0, "shpr": 0, "shift": 0})
+        pend_reg, pend_value = ICSR, 1 << pend["icsr_bit"]
+        prio_reg, shift, enable_reg = pend["shpr"], pend["shift"], None
     return {
         "name": context.name,
         "entry": context.entry,
         "priority": context.priority,
         "preempts": list(context.preempts),
-        "icsr_bit": pend["icsr_bit"],
-        "shpr": pend["shpr"],
-        "shpr_mask": 0xFF << pend["shift"],
-        "shpr_value": ((context.priority << (8 - bits)) & 0xFF) << pend["shift"],
+        "irq": context.irq,
+        "exception": None if context.irq is None else FIRST_IRQ_EXCEPTION + context.irq,
+        "pend_reg": pend_reg,
+        "pend_value": pend_value,
+        "enable_reg": enable_reg,
+        "prio_reg": prio_reg,
+        "prio_mask": 0xFF << shift,
+        "prio_value": level << shift,
         "frame": ISR_FRAME,
     }
+
+
+def _vector_lines(core: Core, isrs: list[Context]) -> list[str]:
+    """The handler of each device interrupt line of the core's vector table: the entry of
+    the isr wired to it, else the default handler, which reports the line that fired."""
+    wired = {isr.irq: isr.entry for isr in isrs if isr.irq is not None}
+    return [wired.get(line, "Default_Handler") for line in range(core.interrupts)]
 
 
 def _checked(workload: str, placement: Placement) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memplace.board import FIRST_IRQ_EXCEPTION
 from memplace.hints import StackHints, load_hints
 from memplace.layout import HINTS_DIR
 from memplace.project import Project
@@ -86,7 +87,7 @@ def _run_findings(run: RunLog) -> list[Finding]:
         for f in run.failures
     ]
     if run.fault is not None:
-        findings.append(Finding("run", "fault", f"the image stopped on exception {run.fault}"))
+        findings.append(Finding("run", "fault", f"the image stopped on {_exception(run.fault)}"))
     if run.result is None and run.fault is None:
         findings.append(
             Finding(
@@ -98,3 +99,11 @@ def _run_findings(run: RunLog) -> list[Finding]:
     elif run.exit_code != 0 and not findings:
         findings.append(Finding("run", "exit", f"the image exited with code {run.exit_code}"))
     return findings
+
+
+def _exception(number: int) -> str:
+    """An exception number as a report names it: device interrupt lines by their line."""
+    if number < FIRST_IRQ_EXCEPTION:
+        return f"exception {number}"
+    line = number - FIRST_IRQ_EXCEPTION
+    return f"exception {number} (device interrupt line {line}, which has no handler of its own)"

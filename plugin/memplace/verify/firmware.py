@@ -11,7 +11,9 @@ there: the main stack's bound is main's (from the reset handler, when the image'
 reaches it) plus the nesting of the handlers. Handlers nest by priority: a more urgent one
 (lower number) can preempt a less urgent one, so at most one per priority level is active
 at once, and the worst case takes the costliest of each level, each with its exception
-frame.
+frame. An isr wired to a device interrupt line (`irq`) is bounded from the handler the
+vector table holds for that line, and a table that holds another function there (or none)
+is a finding.
 
 With an RTOS (`rtos: freertos` on the core), see `rtos`: each task's bound is its entry's
 plus what a context switch leaves on its stack, and the main stack's is the larger of
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from memplace.board import Board, Context, Core
+from memplace.board import FIRST_IRQ_EXCEPTION, Board, Context, Core
 from memplace.errors import InputError
 from memplace.hints import StackHints
 from memplace.verify.freertos import FILL, layout_of, task_stacks, untouched, unused_words
@@ -66,7 +68,7 @@ def check_stacks(
         check_hint_names(hints, [graph])
     analysis = Analysis(graph, hints)
     contexts = [c for c in board.contexts.values() if c.core == chosen.name]
-    nesting = _nesting(contexts, analysis, exception_frame(chosen), image)
+    nesting = _nesting(contexts, chosen, analysis, exception_frame(chosen), image)
     marks = _marks(image, board, chosen, contexts, run) if run is not None else {}
     findings: list[Finding] = []
     stacks = []
@@ -214,6 +216,63 @@ def _entry_bound(
     return bound
 
 
+def _handler_bound(
+    context: Context, core: Core, analysis: Analysis, image: Image, findings: list[Finding]
+) -> Bound:
+    """An isr's bound: from its entry, or for one wired to a device interrupt line, from
+    the handler the vector table holds for that line (what runs when it fires)."""
+    if context.irq is None:
+        return _entry_bound(context, analysis, image, findings)
+    root = _vector_handler(context, context.irq, core, analysis, image, findings)
+    if root is None:
+        return Bound(None)
+    bound = analysis.bound(root)
+    findings += _problems(context.name, analysis, root, bound)
+    return bound
+
+
+def _vector_handler(
+    context: Context,
+    irq: int,
+    core: Core,
+    analysis: Analysis,
+    image: Image,
+    findings: list[Finding],
+) -> int | None:
+    """The function entry 16 + irq of the vector table the core boots from points at; a
+    finding when it is not the context's entry, or no function at all."""
+    exception = FIRST_IRQ_EXCEPTION + irq
+    where = f"entry {exception} (irq {irq}) of the vector table at 0x{core.boot:08x}"
+    entries = _vector_entries(image, core.boot)
+    data = image.read(core.boot + 4 * exception, 4)
+    if data is None or (entries is not None and exception >= entries):
+        size = f" (it has {entries} entries)" if entries is not None else ""
+        message = f"isr {context.name}: {image.path.name} has no {where}{size}"
+        findings.append(Finding("vector", context.name, message))
+        return None
+    handler = int.from_bytes(data, "little") & ~1
+    node = analysis.graph.nodes.get(handler)
+    held = node.name if node is not None else f"0x{handler:08x}"
+    if not handler:
+        held = "no handler (0)"
+    if analysis.graph.by_name.get(context.entry) != handler:
+        message = f"isr {context.name}: {where} holds {held}, not {context.entry}()"
+        findings.append(Finding("vector", context.name, message))
+    if node is None and handler:
+        message = f"isr {context.name}: {where} holds 0x{handler:08x}, no function of the image"
+        findings.append(Finding("stack-unbounded", context.name, message))
+    return handler if node is not None else None
+
+
+def _vector_entries(image: Image, boot: int) -> int | None:
+    """How many entries the vector table at `boot` has, when a data symbol of a size
+    starts there (the startup code's table); None when nothing says."""
+    for symbol in image.symbols:
+        if symbol.address == boot and symbol.kind == "object" and symbol.size:
+            return symbol.size // 4
+    return None
+
+
 def _problems(name: str, analysis: Analysis, root: int, bound: Bound) -> list[Finding]:
     found = []
     for problem in bound.problems:
@@ -223,7 +282,7 @@ def _problems(name: str, analysis: Analysis, root: int, bound: Bound) -> list[Fi
 
 
 def _nesting(
-    contexts: Sequence[Context], analysis: Analysis, frame: int, image: Image
+    contexts: Sequence[Context], core: Core, analysis: Analysis, frame: int, image: Image
 ) -> tuple[int | None, tuple[tuple[str, int | None], ...], list[Finding]]:
     """The handlers' worst nesting on the main stack, each handler's cost, and what kept a
     handler unbounded."""
@@ -233,7 +292,7 @@ def _nesting(
     for context in contexts:
         if context.kind != "isr":
             continue
-        bound = _entry_bound(context, analysis, image, findings)
+        bound = _handler_bound(context, core, analysis, image, findings)
         cost = None if bound.bytes is None else frame + bound.bytes
         costs.append((context.name, cost))
         levels.setdefault(context.priority, []).append(cost)

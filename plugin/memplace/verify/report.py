@@ -21,6 +21,7 @@ CHECKS = {
     "stack-bound": "the static stack bound fits the stack budget",
     "stack-analysis": "the measured high-water mark does not exceed the static bound",
     "stack-budget": "the measured high-water mark stays under the stack budget",
+    "vector": "an isr wired to a device interrupt line is that line's vector table entry",
     "run": "the run on the target passed every check of the exerciser",
 }
 
