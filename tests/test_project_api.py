@@ -34,9 +34,9 @@ from memplace.project_api import (
     TransportClosedError,
     UnsupportedTVMVersionError,
 )
-from memplace.project_api import server as protocol
+from memplace.project_api.carried import server as protocol
+from memplace.project_api.carried.server import MAX_READ, MAX_TIMEOUT, error_from_json
 from memplace.project_api.handler import MemplaceHandler, describe, make_server
-from memplace.project_api.server import MAX_READ, MAX_TIMEOUT, error_from_json
 from memplace.resources import demo_workload
 from memplace.scopes import valid_scopes
 
@@ -685,3 +685,11 @@ def test_file_system_errors_travel_by_class_name(api: Client, tmp_path: Path) ->
         api.generate_project(demo_workload(), "taken/p", {})
     assert caught.value.name == "NotADirectoryError"
     assert caught.value.data["errno"] == 20 and "taken" in caught.value.data["message"]
+
+
+def test_the_exit_codes_a_server_sends_are_those_of_the_memplace_command() -> None:
+    from memplace import errors
+
+    assert {name: getattr(errors, name).exit_code for name in protocol.EXIT_CODES} == (
+        protocol.EXIT_CODES
+    )

@@ -19,9 +19,9 @@ from memplace import options as project_options
 from memplace import process
 from memplace.board import load_board
 from memplace.project_api import Server
+from memplace.project_api.carried.server import MAX_READ, MAX_TIMEOUT, METHODS
+from memplace.project_api.carried.transport import ConsoleTransport
 from memplace.project_api.handler import MemplaceHandler, describe, make_server
-from memplace.project_api.server import MAX_READ, MAX_TIMEOUT, METHODS
-from memplace.project_api.transport import ConsoleTransport
 
 CODES = {-32700, -32600, -32601, -32602, -32000}
 

@@ -25,7 +25,7 @@ from memplace.planner.explain import explain
 from memplace.planner.model import Plan
 from memplace.planner.render_svg import render_svg, render_text
 from memplace.project import Project
-from memplace.project_api.server import TERMINATING
+from memplace.project_api.carried.server import TERMINATING
 from memplace.runners import FlashRequest
 from memplace.schema import SCHEMAS
 from memplace.verify import Report, RunLog, load_hints, verify, write_reports

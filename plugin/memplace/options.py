@@ -14,7 +14,7 @@ from typing import Any
 
 from memplace.codegen import POOL_STORAGE, PROJECT_TYPES
 from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM
-from memplace.project_api.server import ProjectOption
+from memplace.project_api.carried.server import ProjectOption
 from memplace.runners import RUNNERS
 
 _GENERATE = ("generate_project",)

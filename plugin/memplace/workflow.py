@@ -19,7 +19,7 @@ from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
 from memplace.project import Project, locked, write_project
-from memplace.project_api.carry import carried_files
+from memplace.project_api.carry import describer
 from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
 from memplace.scopes import resolve
 from memplace.source import suggest
@@ -64,8 +64,7 @@ def generate(
         workload_hints=workload.stack_hints,
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
-    files = render(board, result, project_type, options, users)
-    files.update(carried_files(board, files))  # the project's own Project API server
+    files = render(board, result, project_type, options, users, describer(board))
     write_project(files, out, force=force)
     return result
 

@@ -22,10 +22,10 @@ from memplace.errors import InputError, MemplaceError
 from memplace.importers import load_workload
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
+from memplace.project_api.carried.server import Server, fd_problem, serve_on
+from memplace.project_api.carried.standalone import PLATFORM_NAME
+from memplace.project_api.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.project_api.carry import board_info
-from memplace.project_api.server import Server, fd_problem, serve_on
-from memplace.project_api.standalone import PLATFORM_NAME
-from memplace.project_api.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.runners import FlashRequest, QemuRunner, default_runner
 
 log = logging.getLogger("memplace.project_api")

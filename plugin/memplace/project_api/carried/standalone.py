@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .processes import ToolError, find_tool, run, start
-from .server import ProjectOption, Server, ServerError, fd_problem, serve_on
+from .build import BuildSettings
+from .build import build as build_project
+from .processes import check, find_tool, start
+from .server import EXIT_CODES, ProjectOption, Server, ServerError, fd_problem, serve_on
 from .transport import TIMEOUTS, ConsoleTransport, TransportMethods
 
 log = logging.getLogger("memplace.project_api")
@@ -32,18 +34,14 @@ DESCRIPTION = "project_api/project.json"
 DESCRIPTION_VERSION = "project-api/v1"
 # The runner whose command runs the images (an emulator); every other runner flashes.
 EMULATOR = "qemu"
-BUILD_DIR = "build"
-BUILD_TIMEOUT = 600.0  # seconds, for configuring and for building
 FLASH_TIMEOUT = 300.0  # seconds
-# What memplace exits with on bad input; it travels in `data`.
-INPUT_EXIT_CODE = 2
 
 
 class InputError(ServerError):
     """A request this project cannot serve; named as memplace's own input errors are."""
 
     def __init__(self, detail: str, key: str) -> None:
-        super().__init__(detail, {"exit_code": INPUT_EXIT_CODE, "key": key})
+        super().__init__(detail, {"key": key})
 
 
 @dataclass(frozen=True)
@@ -124,19 +122,7 @@ class ProjectHandler(TransportMethods):
 
     def build(self, options: dict[str, Any]) -> dict[str, Any]:
         """Configure the project with CMake and Ninja (once), then build it."""
-        folder = self.project.folder
-        cmake = self.project.tool("cmake")
-        self.project.tool("arm-none-eabi-gcc")  # the toolchain file looks for it on PATH
-        build_dir = folder / BUILD_DIR
-        if not (build_dir / "CMakeCache.txt").is_file():
-            ninja = self.project.tool("ninja")
-            configure = [cmake, "-S", str(folder), "-B", str(build_dir), "-G", "Ninja"]
-            _check(
-                [*configure, f"-DCMAKE_MAKE_PROGRAM={ninja}"],
-                BUILD_TIMEOUT,
-                f"CMake could not configure {folder}",
-            )
-        _check([cmake, "--build", str(build_dir)], BUILD_TIMEOUT, f"the build of {folder} failed")
+        build_project(self.project.folder, BuildSettings(), self.project.tool)
         return {"images": {core: str(path) for core, path in self._images().items()}}
 
     def flash(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +141,7 @@ class ProjectHandler(TransportMethods):
                 key=given[0] if given else "runner",
             )
         self._require_images()
-        _check(
+        check(
             [self.project.tool(argv[0]), *argv[1:]],
             FLASH_TIMEOUT,
             f"{runner} could not flash the board",
@@ -199,14 +185,6 @@ class ProjectHandler(TransportMethods):
                 raise InputError(f"no image {image}: build the project first", key="DIR")
 
 
-def _check(argv: list[str], timeout: float, failure: str, cwd: Path | None = None) -> None:
-    """Run `argv`; a non-zero exit is a `ToolError` with `failure` and the output's end."""
-    code, output = run(argv, timeout, cwd)
-    if code != 0:
-        tail = "\n".join(output.rstrip().splitlines()[-30:])
-        raise ToolError(f"{failure} (exit code {code}):\n{tail}")
-
-
 def describe(exc: BaseException) -> dict[str, Any] | None:
     """The `data` of the -32000 error an unexpected exception travels as: errors of the
     file system travel (with their errno); anything else is a bug (-32603)."""
@@ -242,7 +220,7 @@ def main(folder: Path, argv: Sequence[str] | None = None) -> int:
         project = CarriedProject.load(folder)
     except (OSError, ValueError) as exc:
         print(f"microtvm_api_server.py: {exc}", file=sys.stderr)
-        return INPUT_EXIT_CODE
+        return EXIT_CODES["InputError"]
     log.info("serving the Project API of the project in %s", folder)
     serve_on(make_server(project), args.read_fd, args.write_fd)
     return 0

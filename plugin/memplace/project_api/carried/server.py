@@ -88,15 +88,24 @@ class InternalError(RPCError):
     code = INTERNAL_ERROR
 
 
+# The exit code the `memplace` command ends with for each error a server sends by the
+# name of its class; it travels in the error's `data` (memplace's own errors.py holds
+# the same numbers for its classes: tests/test_project_api.py keeps the two equal).
+EXIT_CODES = {"CheckFailed": 1, "PlanningError": 1, "InputError": 2, "ToolError": 3}
+
+
 class ServerError(RPCError):
     """An error of the work itself (-32000): its message is the name of its class, and
-    `data["message"]` says what went wrong."""
+    `data["message"]` says what went wrong (`data["exit_code"]` too, for the classes of
+    `EXIT_CODES`)."""
 
     code = SERVER_ERROR
 
     def __init__(self, detail: str = "", data: Mapping[str, Any] | None = None) -> None:
         payload = dict(data or {})
         payload.setdefault("message", detail)
+        if type(self).__name__ in EXIT_CODES:
+            payload.setdefault("exit_code", EXIT_CODES[type(self).__name__])
         super().__init__(type(self).__name__, payload)
 
     @property
@@ -243,7 +252,7 @@ def _to_int(value: Any) -> int:
 
 def _to_float(value: Any) -> float:
     number: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         number = float(value)
     elif isinstance(value, str):
         try:
@@ -264,7 +273,7 @@ def _to_str(value: Any) -> str:
 
 
 def _to_path(value: Any) -> Path:
-    if isinstance(value, str | Path) and str(value).strip() and "\0" not in str(value):
+    if isinstance(value, (str, Path)) and str(value).strip() and "\0" not in str(value):
         return Path(value)
     raise ValueError(f"expected a path, got {value!r}")
 
@@ -429,7 +438,7 @@ class Server:
         log.error("%s failed unexpectedly", method, exc_info=exc)
         return InternalError(
             f"internal error in {method}: {type(exc).__name__}: {exc}",
-            {"traceback": "".join(traceback.format_exception(exc))},
+            {"traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))},
         )
 
     def _dispatch(self, method: str, params: Any) -> Any:
@@ -558,7 +567,7 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _valid_id(value: Any) -> bool:
-    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
 
 
 def _check_request(request: Any) -> tuple[str, Any, Any, bool]:
@@ -573,7 +582,7 @@ def _check_request(request: Any) -> tuple[str, Any, Any, bool]:
     if "id" in request and not _valid_id(request["id"]):
         raise InvalidRequest(f'"id" must be a string, a number or null, not {request["id"]!r}')
     params = request.get("params", {})
-    if not isinstance(params, dict | list):
+    if not isinstance(params, (dict, list)):
         raise InvalidRequest(f'"params" must be an object or an array, not {_json_type(params)}')
     return method, params, request.get("id"), "id" not in request
 
@@ -584,7 +593,7 @@ def _bind(method: str, params: dict[str, Any] | list[Any]) -> dict[str, Any]:
     if isinstance(params, list):
         if len(params) > len(signature):
             raise InvalidParams(f"{method} takes {len(signature)} parameters, got {len(params)}")
-        params = {param.name: value for param, value in zip(signature, params, strict=False)}
+        params = {param.name: value for param, value in zip(signature, params)}
     names = [param.name for param in signature]
     extra = sorted(name for name in params if name not in names)
     if extra:

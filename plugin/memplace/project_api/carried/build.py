@@ -1,0 +1,98 @@
+"""Configuring and building a generated project with CMake and Ninja: the one build
+routine, run by `memplace build` and by the server a generated project carries.
+
+Standard library only, like `server`: it travels with the project. Tools are looked up
+with the `find_tool` given (memplace's adds its install hints); a failing step raises
+`ToolError` with the end of the tool's output.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .processes import check, find_tool
+
+log = logging.getLogger("memplace.build")
+
+BUILD_DIR = "build"
+TIMEOUT = 600.0  # seconds, for configuring and for building
+# The cache entries memplace sets when it configures, which a later build compares.
+_SETTINGS = ("CMAKE_C_FLAGS", "CMAKE_CXX_FLAGS", "CMSIS_PATH")
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """What a build may change (TVM's common project options): `compile_definitions` as
+    TVM sends them (`-DNAME=VALUE` strings), warnings as errors, the CMSIS root the
+    project's CMake reads as `CMSIS_PATH`, and whether the tools print every command."""
+
+    compile_definitions: tuple[str, ...] = ()
+    warning_as_error: bool = False
+    cmsis_path: Path | None = None
+    verbose: bool = False
+
+    def cache(self) -> dict[str, str]:
+        """The CMake cache entries these settings give."""
+        flags = [*self.compile_definitions, *(["-Werror"] if self.warning_as_error else [])]
+        text = " ".join(flags)
+        return {
+            "CMAKE_C_FLAGS": text,
+            "CMAKE_CXX_FLAGS": text,
+            "CMSIS_PATH": "" if self.cmsis_path is None else str(self.cmsis_path),
+        }
+
+
+def check_definitions(values: Sequence[str]) -> tuple[str, ...]:
+    """`values` as compile definitions; raises ValueError naming the first that is not
+    `-DNAME` or `-DNAME=VALUE` (TVM's form) or that would split in a shell."""
+    for value in values:
+        name = value[2:].partition("=")[0]
+        if not value.startswith("-D") or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise ValueError(f"{value!r} is not -DNAME or -DNAME=VALUE")
+        if shlex.split(value) != [value]:
+            raise ValueError(f"{value!r} holds spaces or quotes")
+    return tuple(values)
+
+
+def build(
+    folder: Path,
+    settings: BuildSettings | None = None,
+    tool: Callable[[str], str] = find_tool,
+) -> str:
+    """Configure the project in `folder` (when it never was, or `settings` changed), then
+    build it; returns the tools' output."""
+    cmake = tool("cmake")
+    tool("arm-none-eabi-gcc")  # the toolchain file looks for it on PATH
+    build_dir = folder / BUILD_DIR
+    settings = settings or BuildSettings()
+    wanted: dict[str, str | None] = dict(settings.cache())
+    output = ""
+    if _cached(build_dir) != wanted:
+        configure = [cmake, "-S", str(folder), "-B", str(build_dir), "-G", "Ninja"]
+        configure.append(f"-DCMAKE_MAKE_PROGRAM={tool('ninja')}")
+        configure += [f"-D{name}={value}" for name, value in wanted.items()]
+        output += check(configure, TIMEOUT, f"CMake could not configure {folder}")
+    command = [cmake, "--build", str(build_dir), *(["--verbose"] if settings.verbose else [])]
+    output += check(command, TIMEOUT, f"the build of {folder} failed")
+    if settings.verbose:
+        log.info("%s", output.rstrip())
+    return output
+
+
+def _cached(build_dir: Path) -> dict[str, str | None] | None:
+    """The settings the build folder was configured with, or None if it never was."""
+    try:
+        lines = (build_dir / "CMakeCache.txt").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    found: dict[str, str | None] = dict.fromkeys(_SETTINGS)
+    for line in lines:
+        name, _, value = line.partition("=")
+        name = name.partition(":")[0]
+        if name in found:
+            found[name] = value
+    return found
