@@ -22,15 +22,17 @@ from memplace.errors import InputError, MemplaceError
 from memplace.importers import load_workload
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
+from memplace.project_api.carried.build import settings_from
 from memplace.project_api.carried.server import Server, fd_problem, serve_on
-from memplace.project_api.carried.standalone import PLATFORM_NAME
+from memplace.project_api.carried.standalone import MODEL_ARCHIVE, PLATFORM_NAME, host_driven
 from memplace.project_api.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.project_api.carry import board_info
 from memplace.runners import FlashRequest, QemuRunner, default_runner
 
 log = logging.getLogger("memplace.project_api")
 
-_ARCHIVE_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz")
+# What TVM sends as `model_library_format_path`: a Model Library Format archive.
+MLF_SUFFIX = ".tar"
 
 
 def describe(exc: BaseException) -> dict[str, Any] | None:
@@ -81,7 +83,10 @@ class MemplaceHandler(TransportMethods):
         return {
             "platform_name": PLATFORM_NAME,
             "is_template": self.project is None,
-            "model_library_format_path": None,
+            # TVM's convention: "" for a template, where a project keeps its archive else.
+            "model_library_format_path": (
+                "" if self.project is None else str(self.project / MODEL_ARCHIVE)
+            ),
             "project_dir": None if self.project is None else str(self.project),
             **board_info(self.board),
         }
@@ -93,22 +98,20 @@ class MemplaceHandler(TransportMethods):
         project_dir: Path,
         options: dict[str, Any],
     ) -> dict[str, Any]:
-        """Plan the workload (a workload file or a .tflite model) on the board and write
-        the project to `project_dir`, which must not exist. The standalone CRT of TVM is
-        not used: memplace projects carry no TVM runtime."""
+        """Plan the workload (a workload file, a .tflite model or a Model Library Format
+        archive, as `memplace.importers.load_workload` reads them) on the board and write
+        the project to `project_dir`, which must not exist. An archive is kept in the
+        project as `model.tar`, where TVM looks for it."""
         source = model_library_format_path
+        if options["project_type"] == "host_driven":
+            raise InputError(host_driven(), key="project_type")
         if project_dir.exists():
             raise InputError(
                 f"{project_dir} already exists; generate_project writes a new folder",
                 key="project_dir",
             )
-        if source.name.lower().endswith(_ARCHIVE_SUFFIXES):
-            raise InputError(
-                f"{source}: Model Library Format archives are not read yet; give a workload "
-                "file or a .tflite model (docs/project-api.md shows how an archive maps "
-                "onto a workload)",
-                key="model_library_format_path",
-            )
+        if not source.is_file():
+            raise InputError(f"no such file: {source}", key="model_library_format_path")
         board = load_board(options["board"])
         workload = load_workload(source)
         try:
@@ -123,6 +126,8 @@ class MemplaceHandler(TransportMethods):
             )
             if options["extra_files_tar"] is not None:
                 unpack_archive(options["extra_files_tar"], project_dir)
+            if source.suffix.lower() == MLF_SUFFIX:
+                shutil.copyfile(source, project_dir / MODEL_ARCHIVE)
         except BaseException:
             shutil.rmtree(project_dir, ignore_errors=True)  # it did not exist: all ours
             raise
@@ -131,10 +136,18 @@ class MemplaceHandler(TransportMethods):
         return {"project_dir": str(project_dir), "plan": result.to_json()}
 
     def build(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Build the project with the settings TVM's options give (`carried.build`)."""
         folder = self._project()
-        build(folder)
+        try:
+            settings = settings_from(options)
+        except ValueError as exc:
+            raise InputError(str(exc), key=str(exc).partition(":")[0]) from None
+        output = build(folder, settings)
         images = Project.load(folder).images
-        return {"images": {core: str(path) for core, path in images.items()}}
+        result: dict[str, Any] = {"images": {core: str(path) for core, path in images.items()}}
+        if settings.verbose:
+            result["output"] = output
+        return result
 
     def flash(self, options: dict[str, Any]) -> dict[str, Any]:
         """Program the board; for a board that runs under QEMU there is nothing to do,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .processes import check, find_tool
 
@@ -44,6 +45,24 @@ class BuildSettings:
             "CMAKE_CXX_FLAGS": text,
             "CMSIS_PATH": "" if self.cmsis_path is None else str(self.cmsis_path),
         }
+
+
+def settings_from(options: Mapping[str, Any]) -> BuildSettings:
+    """The build settings among a Project API request's options (TVM's names); raises
+    ValueError naming what is wrong with them."""
+    cmsis = options.get("cmsis_path")
+    if cmsis is not None and not Path(cmsis).is_dir():
+        raise ValueError(f"cmsis_path: no folder {cmsis}")
+    try:
+        definitions = check_definitions(options.get("compile_definitions") or ())
+    except ValueError as exc:
+        raise ValueError(f"compile_definitions: {exc}") from None
+    return BuildSettings(
+        compile_definitions=definitions,
+        warning_as_error=bool(options.get("warning_as_error")),
+        cmsis_path=None if cmsis is None else Path(cmsis).resolve(),
+        verbose=bool(options.get("verbose")),
+    )
 
 
 def check_definitions(values: Sequence[str]) -> tuple[str, ...]:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .build import BuildSettings
 from .build import build as build_project
+from .build import settings_from
 from .processes import check, find_tool, start
 from .server import EXIT_CODES, ProjectOption, Server, ServerError, fd_problem, serve_on
 from .transport import TIMEOUTS, ConsoleTransport, TransportMethods
@@ -30,6 +30,8 @@ from .transport import TIMEOUTS, ConsoleTransport, TransportMethods
 log = logging.getLogger("memplace.project_api")
 
 PLATFORM_NAME = "memplace"
+# Where a project keeps the Model Library Format archive it was made from (TVM's place).
+MODEL_ARCHIVE = "model.tar"
 DESCRIPTION = "project_api/project.json"
 DESCRIPTION_VERSION = "project-api/v1"
 # The runner whose command runs the images (an emulator); every other runner flashes.
@@ -102,7 +104,7 @@ class ProjectHandler(TransportMethods):
         return {
             "platform_name": PLATFORM_NAME,
             "is_template": False,
-            "model_library_format_path": None,
+            "model_library_format_path": str(self.project.folder / MODEL_ARCHIVE),
             "project_dir": str(self.project.folder),
             **self.project.board_info,
         }
@@ -114,6 +116,8 @@ class ProjectHandler(TransportMethods):
         project_dir: Path,
         options: dict[str, Any],
     ) -> Any:
+        if options.get("project_type") == "host_driven":
+            raise InputError(host_driven(), key="project_type")
         raise InputError(
             f"this server serves the project in {self.project.folder} and is no template; "
             "generate a project with `memplace generate` or `memplace serve --board`",
@@ -121,9 +125,19 @@ class ProjectHandler(TransportMethods):
         )
 
     def build(self, options: dict[str, Any]) -> dict[str, Any]:
-        """Configure the project with CMake and Ninja (once), then build it."""
-        build_project(self.project.folder, BuildSettings(), self.project.tool)
-        return {"images": {core: str(path) for core, path in self._images().items()}}
+        """Configure the project with CMake and Ninja (when needed), then build it, with
+        the settings TVM's options give (`build.settings_from`)."""
+        try:
+            settings = settings_from(options)
+        except ValueError as exc:
+            raise InputError(str(exc), key=str(exc).partition(":")[0]) from None
+        output = build_project(self.project.folder, settings, self.project.tool)
+        result: dict[str, Any] = {
+            "images": {core: str(path) for core, path in self._images().items()}
+        }
+        if settings.verbose:
+            result["output"] = output
+        return result
 
     def flash(self, options: dict[str, Any]) -> dict[str, Any]:
         """Program the board with its own flash command; for a board that runs under QEMU
@@ -183,6 +197,15 @@ class ProjectHandler(TransportMethods):
         for image in self._images().values():
             if not image.is_file():
                 raise InputError(f"no image {image}: build the project first", key="DIR")
+
+
+def host_driven() -> str:
+    """Why project type `host_driven` is refused."""
+    return (
+        "project type host_driven needs TVM's RPC server in the firmware, which memplace's "
+        "firmware does not carry; use aot_standalone_demo (the model runs once on the "
+        "target and reports) or exerciser"
+    )
 
 
 def describe(exc: BaseException) -> dict[str, Any] | None:
