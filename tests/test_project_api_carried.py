@@ -155,6 +155,7 @@ def test_the_carried_modules_run_on_python_3_8() -> None:
     """TVM 0.10 to 0.15 run a project's server with their own Python, 3.8 at the oldest."""
     paths = [PACKAGE_DIR / name for name in (*CARRIED, "__init__.py")]
     paths.append(data_dir("firmware_templates") / PACKAGE / SCRIPT)
+    paths.append(data_dir("firmware_templates") / PACKAGE / "template_server.py")
     assert [problem for path in paths for problem in _newer_than_python_3_8(path)] == []
 
 

@@ -22,7 +22,7 @@ from memplace.errors import InputError, MemplaceError
 from memplace.importers import load_workload
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
-from memplace.project_api.carried.build import settings_from
+from memplace.project_api.carried.build import SettingError, settings_from
 from memplace.project_api.carried.server import Server, fd_problem, serve_on
 from memplace.project_api.carried.standalone import MODEL_ARCHIVE, PLATFORM_NAME, host_driven
 from memplace.project_api.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
@@ -140,8 +140,8 @@ class MemplaceHandler(TransportMethods):
         folder = self._project()
         try:
             settings = settings_from(options)
-        except ValueError as exc:
-            raise InputError(str(exc), key=str(exc).partition(":")[0]) from None
+        except SettingError as exc:
+            raise InputError(str(exc), key=exc.key) from None
         output = build(folder, settings)
         images = Project.load(folder).images
         result: dict[str, Any] = {"images": {core: str(path) for core, path in images.items()}}

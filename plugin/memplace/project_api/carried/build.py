@@ -47,16 +47,24 @@ class BuildSettings:
         }
 
 
+class SettingError(ValueError):
+    """A build option that cannot be used; `key` names it."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 def settings_from(options: Mapping[str, Any]) -> BuildSettings:
     """The build settings among a Project API request's options (TVM's names); raises
-    ValueError naming what is wrong with them."""
+    `SettingError` naming the option that is wrong and why."""
     cmsis = options.get("cmsis_path")
     if cmsis is not None and not Path(cmsis).is_dir():
-        raise ValueError(f"cmsis_path: no folder {cmsis}")
+        raise SettingError("cmsis_path", f"no folder {cmsis}")
     try:
         definitions = check_definitions(options.get("compile_definitions") or ())
     except ValueError as exc:
-        raise ValueError(f"compile_definitions: {exc}") from None
+        raise SettingError("compile_definitions", str(exc)) from None
     return BuildSettings(
         compile_definitions=definitions,
         warning_as_error=bool(options.get("warning_as_error")),

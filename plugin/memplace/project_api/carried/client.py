@@ -150,7 +150,8 @@ class ServerProcess:
     """A Project API server started as a process, talking over two fresh pipes.
 
     `argv` starts the server without its pipe arguments (for memplace:
-    `["memplace", "serve", "--board", NAME]`); `--read-fd N --write-fd M` are added.
+    `["memplace", "serve", "--board", NAME]`); `--read-fd N --write-fd M` are added, then
+    `--debug` if asked, as TVM's `instantiate_from_dir` launches a server.
     Leaving the `with` block closes the pipes, which ends the server, and waits for it.
     It starts as every program memplace runs does (`processes.launch`): logged, in a
     session of its own, killed with its children, and by the kernel if we die first.
@@ -162,12 +163,14 @@ class ServerProcess:
         timeout: float | None = None,
         cwd: str | Path | None = None,
         stderr: IO[bytes] | int | None = None,
+        debug: bool = False,
     ) -> None:
         requests_in, requests_out = os.pipe()
         replies_in, replies_out = os.pipe()
         try:
             self.process = launch(
-                [*argv, "--read-fd", str(requests_in), "--write-fd", str(replies_out)],
+                [*argv, "--read-fd", str(requests_in), "--write-fd", str(replies_out)]
+                + (["--debug"] if debug else []),  # where TVM puts it
                 (requests_in, replies_out),
                 None if cwd is None else Path(cwd),
                 stderr,

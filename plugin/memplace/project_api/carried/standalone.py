@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .build import SettingError, settings_from
 from .build import build as build_project
-from .build import settings_from
 from .processes import check, find_tool, start
 from .server import EXIT_CODES, ProjectOption, Server, ServerError, fd_problem, serve_on
 from .transport import TIMEOUTS, ConsoleTransport, TransportMethods
@@ -129,8 +129,8 @@ class ProjectHandler(TransportMethods):
         the settings TVM's options give (`build.settings_from`)."""
         try:
             settings = settings_from(options)
-        except ValueError as exc:
-            raise InputError(str(exc), key=str(exc).partition(":")[0]) from None
+        except SettingError as exc:
+            raise InputError(str(exc), key=exc.key) from None
         output = build_project(self.project.folder, settings, self.project.tool)
         result: dict[str, Any] = {
             "images": {core: str(path) for core, path in self._images().items()}
