@@ -258,3 +258,37 @@ def test_compile_definitions_text_that_does_not_split_is_invalid_params(
     api, _ = app_project
     with pytest.raises(InvalidParams, match="option compile_definitions: cannot split"):
         api.build({"compile_definitions": "-DA='x"})
+
+
+def test_build_settings_given_at_generate_stay_with_the_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As TVM's platforms bake them into their projects: tvmc's `micro build` sends only
+    the options given to it, and `memplace build DIR` sends none."""
+    sources = tmp_path / "app"
+    sources.mkdir()
+    (sources / "main.c").write_text(APP)
+    api = Client.in_memory(make_server(BOARD))
+    project = tmp_path / "p"
+    options = {"project_type": "app", "sources": str(sources)}
+    options["compile_definitions"] = "-DMEMPLACE_TVM_FLAG=7"
+    api.generate_project(model_for_tvm(tmp_path), project, options)
+    saved = json.loads((project / "project_api" / "build_settings.json").read_text())
+    assert saved == {
+        "compile_definitions": ["-DMEMPLACE_TVM_FLAG=7"],
+        "warning_as_error": False,
+        "cmsis_path": None,
+    }
+    assert "-DMEMPLACE_TVM_FLAG=7" in api.build({"verbose": True})["output"]
+    with pytest.raises(RemoteError, match="unused variable"):  # added at build: both count
+        api.build({"warning_as_error": True})
+    assert run_cli(capsys, "build", project)[0] == 0
+    (project / "project_api" / "build_settings.json").write_text("{}")
+    assert "build_settings.json is not what memplace wrote" in cli_error(capsys, "build", project)
+
+
+def test_a_project_generated_without_build_settings_keeps_none(
+    app_project: tuple[Client, Path],
+) -> None:
+    _, project = app_project
+    assert not (project / "project_api" / "build_settings.json").exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memplace import process
+from memplace.errors import InputError
 from memplace.project import locked
 from memplace.project_api.carried import build as steps
 from memplace.project_api.carried.build import BuildSettings
@@ -20,4 +21,7 @@ def build(folder: Path, settings: BuildSettings | None = None) -> str:
     """Configure (when needed) and build the project in `folder`; returns the build's
     output. The folder is held for the build (`project.locked`)."""
     with locked(folder), process.as_memplace_errors():
-        return steps.build(folder, settings, process.find_tool)
+        try:
+            return steps.build(folder, settings, process.find_tool)
+        except steps.SettingError as exc:
+            raise InputError(str(exc), key=exc.key) from None

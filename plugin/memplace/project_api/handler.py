@@ -18,11 +18,17 @@ from memplace import options as project_options
 from memplace import resources, workflow
 from memplace.board import Board, load_board
 from memplace.build import build
+from memplace.codegen.server import SCRIPT as SERVER_SCRIPT
 from memplace.errors import InputError, MemplaceError
 from memplace.importers import load_workload
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
-from memplace.project_api.carried.build import SettingError, settings_from
+from memplace.project_api.carried.build import (
+    BuildSettings,
+    SettingError,
+    save_settings,
+    settings_from,
+)
 from memplace.project_api.carried.server import Server, fd_problem, serve_on
 from memplace.project_api.carried.standalone import MODEL_ARCHIVE, PLATFORM_NAME, host_driven
 from memplace.project_api.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
@@ -112,6 +118,7 @@ class MemplaceHandler(TransportMethods):
             )
         if not source.is_file():
             raise InputError(f"no such file: {source}", key="model_library_format_path")
+        settings = _build_settings(options)
         board = load_board(options["board"])
         workload = load_workload(source)
         try:
@@ -128,6 +135,8 @@ class MemplaceHandler(TransportMethods):
                 unpack_archive(options["extra_files_tar"], project_dir)
             if source.suffix.lower() == MLF_SUFFIX:
                 shutil.copyfile(source, project_dir / MODEL_ARCHIVE)
+            if (project_dir / SERVER_SCRIPT).is_file():  # a project with a build of its own
+                save_settings(project_dir, settings)
         except BaseException:
             shutil.rmtree(project_dir, ignore_errors=True)  # it did not exist: all ours
             raise
@@ -138,10 +147,7 @@ class MemplaceHandler(TransportMethods):
     def build(self, options: dict[str, Any]) -> dict[str, Any]:
         """Build the project with the settings TVM's options give (`carried.build`)."""
         folder = self._project()
-        try:
-            settings = settings_from(options)
-        except SettingError as exc:
-            raise InputError(str(exc), key=exc.key) from None
+        settings = _build_settings(options)
         output = build(folder, settings)
         images = Project.load(folder).images
         result: dict[str, Any] = {"images": {core: str(path) for core, path in images.items()}}
@@ -182,6 +188,13 @@ class MemplaceHandler(TransportMethods):
                 key="project_dir",
             )
         return self.project
+
+
+def _build_settings(options: dict[str, Any]) -> BuildSettings:
+    try:
+        return settings_from(options)
+    except SettingError as exc:
+        raise InputError(str(exc), key=exc.key) from None
 
 
 def make_server(board: str | None = None, project: Path | None = None) -> Server:

@@ -8,6 +8,7 @@ with the `find_tool` given (memplace's adds its install hints); a failing step r
 
 from __future__ import annotations
 
+import json
 import logging
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +21,9 @@ from .processes import check, find_tool
 log = logging.getLogger("memplace.build")
 
 BUILD_DIR = "build"
+# The settings a project was generated with (TVM bakes them into its projects): every
+# later build uses them, with what the build's own options add.
+SAVED = "project_api/build_settings.json"
 TIMEOUT = 600.0  # seconds, for configuring and for building
 # The cache entries memplace sets when it configures, which a later build compares.
 _SETTINGS = ("CMAKE_C_FLAGS", "CMAKE_CXX_FLAGS", "CMSIS_PATH")
@@ -45,6 +49,46 @@ class BuildSettings:
             "CMAKE_CXX_FLAGS": text,
             "CMSIS_PATH": "" if self.cmsis_path is None else str(self.cmsis_path),
         }
+
+    def over(self, saved: BuildSettings) -> BuildSettings:
+        """These settings on top of those a project was generated with: definitions add
+        up, warnings stay errors once asked, a CMSIS root given now wins."""
+        added = tuple(d for d in self.compile_definitions if d not in saved.compile_definitions)
+        return BuildSettings(
+            compile_definitions=saved.compile_definitions + added,
+            warning_as_error=saved.warning_as_error or self.warning_as_error,
+            cmsis_path=self.cmsis_path or saved.cmsis_path,
+            verbose=self.verbose,
+        )
+
+
+def save_settings(folder: Path, settings: BuildSettings) -> None:
+    """Keep what the build of the project in `folder` must always use; nothing is written
+    when there is nothing to keep."""
+    data = {
+        "compile_definitions": list(settings.compile_definitions),
+        "warning_as_error": settings.warning_as_error,
+        "cmsis_path": None if settings.cmsis_path is None else str(settings.cmsis_path),
+    }
+    if settings.compile_definitions or settings.warning_as_error or settings.cmsis_path:
+        (folder / SAVED).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def saved_settings(folder: Path) -> BuildSettings:
+    """What `save_settings` kept for the project in `folder` (none: the defaults)."""
+    path = folder / SAVED
+    if not path.is_file():
+        return BuildSettings()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cmsis = data["cmsis_path"]
+        return BuildSettings(
+            compile_definitions=check_definitions(data["compile_definitions"]),
+            warning_as_error=bool(data["warning_as_error"]),
+            cmsis_path=None if cmsis is None else Path(cmsis),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SettingError(SAVED, f"{path} is not what memplace wrote: {exc}") from None
 
 
 class SettingError(ValueError):
@@ -90,12 +134,13 @@ def build(
     settings: BuildSettings | None = None,
     tool: Callable[[str], str] = find_tool,
 ) -> str:
-    """Configure the project in `folder` (when it never was, or `settings` changed), then
-    build it; returns the tools' output."""
+    """Configure the project in `folder` (when it never was, or the settings changed),
+    then build it, with `settings` over those the project was generated with
+    (`save_settings`); returns the tools' output."""
     cmake = tool("cmake")
     tool("arm-none-eabi-gcc")  # the toolchain file looks for it on PATH
     build_dir = folder / BUILD_DIR
-    settings = settings or BuildSettings()
+    settings = (settings or BuildSettings()).over(saved_settings(folder))
     wanted: dict[str, str | None] = dict(settings.cache())
     output = ""
     if _cached(build_dir) != wanted:

@@ -129,9 +129,9 @@ class ProjectHandler(TransportMethods):
         the settings TVM's options give (`build.settings_from`)."""
         try:
             settings = settings_from(options)
+            output = build_project(self.project.folder, settings, self.project.tool)
         except SettingError as exc:
             raise InputError(str(exc), key=exc.key) from None
-        output = build_project(self.project.folder, settings, self.project.tool)
         result: dict[str, Any] = {
             "images": {core: str(path) for core, path in self._images().items()}
         }
