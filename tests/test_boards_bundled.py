@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,9 @@ def test_each_board_loads_and_names_the_source_of_its_map(name: str) -> None:
 def test_every_core_starts_on_a_thread_inside_its_vectors_memory(name: str) -> None:
     board = load_board(name)
     for core in board.cores.values():
-        vectors = board.memories[core.layout.vectors]
+        # A core whose reset code copies its image boots where the image is programmed.
+        boots_from = core.layout.load if core.layout.copy == "reset" else core.layout.vectors
+        vectors = board.memories[boots_from]
         start = vectors.address_for(core.name)
         assert start <= core.boot < start + vectors.size
         assert any(c.core == core.name and c.kind == "thread" for c in board.contexts.values())
@@ -206,3 +209,12 @@ def test_boards_show_unknown_board_is_one_line_and_exit_2(
         "memplace: error: BOARD: no bundled board 'stm32h474'; did you mean 'stm32h747'? "
         f"valid: {', '.join(ALL_BOARDS)}"
     )
+
+
+@pytest.mark.parametrize("name", ALL_BOARDS)
+def test_a_board_read_back_from_a_project_is_the_board_that_was_loaded(name: str) -> None:
+    """A project's manifest keeps its board as `to_data` gives it; `verify`, `run` and
+    `flash` read it back as the same frozen board (its stack hints are files of their own)."""
+    board = load_board(name)
+    back = Board.from_resolved(json.loads(json.dumps(board.to_data())), source=board.source)
+    assert back == replace(board, stack_hints=())

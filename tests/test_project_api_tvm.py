@@ -1,6 +1,7 @@
 """memplace as microTVM sees it: `memplace template` writes a folder TVM's tools launch,
 and a client that behaves as TVM v0.15's does (`tvm.micro.project`, written here, not
-copied) drives a model from the template to a run under QEMU, through the template's
+copied) drives a model (a Model Library Format archive, or a workload file) from the
+template to a run under QEMU, through the template's
 server and then the generated project's own server, each launched as TVM launches one:
 `python microtvm_api_server.py --read-fd N --write-fd M --debug`, by a Python that
 cannot import memplace."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -20,24 +22,40 @@ import pytest
 from conftest import cli_error, run_cli
 from memplace.cli import main
 from memplace.codegen.server import SCRIPT
-from memplace.project_api import Client, InvalidParams, RemoteError, ServerProcess
+from memplace.project_api import (
+    Client,
+    InvalidParams,
+    RemoteError,
+    ServerProcess,
+    TransportClosedError,
+)
 from memplace.project_api.handler import make_server
 from memplace.project_api.template import CONFIG
 from memplace.resources import demo_workload
+from mlf_archives import EXPECTED, printed_outputs, v7_archive
 
 BOARD = "qemu-mps3-an547"
 TVM_VERSION = "0.15.0"
+DEMO = "aot_standalone_demo"
 REPLY_TIMEOUT = 120.0  # a build may take a while on a busy machine
 # How TVM's Python runs a server: isolated, no site-packages, so no memplace.
 TVM_PYTHON = [sys.executable, "-I", "-S"]
 
 
 def model_for_tvm(tmp_path: Path) -> Path:
-    """MODEL LIBRARY FORMAT HOOK: what the TVM-like flow below generates from. Today a
-    workload file; once `memplace.importers.load_workload` reads Model Library Format
-    archives, return a `.tar` built with TVM's documented layout here (TVM sends one as
-    `model_library_format_path`), and the flow also checks `<project>/model.tar`."""
+    """The workload the option tests below generate from."""
     return demo_workload()
+
+
+def standalone_crt(tmp_path: Path, archive: Path) -> Path:
+    """A stand-in for TVM's standalone CRT folder (TVM always sends one): the runtime
+    headers memplace writes into a project when no CRT is given."""
+    scratch = tmp_path / "without-crt"
+    argv = ["generate", BOARD, str(archive), "--out", str(scratch), "--project-type", DEMO]
+    assert main(argv) == 0
+    crt = tmp_path / "standalone_crt"
+    shutil.copytree(scratch / "tvm" / "runtime" / "include", crt / "include")
+    return crt
 
 
 # -- memplace template ----------------------------------------------------------------
@@ -134,26 +152,53 @@ def _launch(folder: Path, log: Path) -> ServerProcess:
         )
 
 
+def _console(api: Client, until: bytes) -> bytes:
+    """What the firmware writes, until `until` or its end (TransportClosedError)."""
+    console = b""
+    deadline = time.monotonic() + 60
+    while until not in console and time.monotonic() < deadline:
+        try:
+            console += api.read_transport(4096, 10.0)
+        except TransportClosedError as exc:
+            assert exc.data["exit_code"] == 0, console
+            break
+    return console
+
+
 @pytest.mark.qemu
-def test_a_tvm_client_goes_from_template_to_a_run_under_qemu(tmp_path: Path) -> None:
+@pytest.mark.parametrize("model", ["model_library_format", "workload"])
+def test_a_tvm_client_goes_from_template_to_a_run_under_qemu(tmp_path: Path, model: str) -> None:
+    """As `TemplateProject.from_directory(...).generate_project_from_mlf(...)`, then
+    `GeneratedProject`'s build, flash and transport: a Model Library Format archive (TVM
+    0.15's layout, with USMP pools) runs once and prints its outputs; a workload file
+    gets the exerciser."""
     template = tmp_path / "template"
     assert main(["template", BOARD, "--out", str(template)]) == 0
+    if model == "model_library_format":
+        source = v7_archive(tmp_path / "model.tar")
+        crt = standalone_crt(tmp_path, source)
+        project_type, ends_with = DEMO, b"tvm: output y[3]"
+    else:
+        source, crt = demo_workload(), tmp_path / "standalone_crt"
+        (crt / "include/tvm/runtime").mkdir(parents=True)  # checked, though not used
+        (crt / "include/tvm/runtime/c_backend_api.h").write_text("/* TVM's CRT */\n")
+        project_type, ends_with = "exerciser", b"memplace: result"
     project = tmp_path / "generated"
     log = tmp_path / "servers.log"
-    crt = tmp_path / "standalone_crt"  # TVM always sends its C runtime's folder
-    crt.mkdir()
 
     started = _launch(template, log)
     try:
         info = started.client.server_info_query(TVM_VERSION)
         assert info["is_template"] is True and info["model_library_format_path"] == ""
         assert info["protocol_version"] == 1 and info["board"] == BOARD
-        given = {"project_type": "exerciser", "verbose": True}
+        given = {"project_type": project_type, "verbose": True}
         given["compile_definitions"] = ["-DMEMPLACE_FROM_TVM=1"]
         options = _tvm_options(info, given)
-        started.client.generate_project(model_for_tvm(tmp_path), project, options, crt)
+        started.client.generate_project(source, project, options, crt)
     finally:
         assert started.close() == 0
+    if model == "model_library_format":
+        assert (project / "model.tar").read_bytes() == source.read_bytes()
 
     started = _launch(project, log)
     try:
@@ -168,14 +213,15 @@ def test_a_tvm_client_goes_from_template_to_a_run_under_qemu(tmp_path: Path) -> 
         assert api.flash(options) == {"runner": "qemu", "flashed": False}
         timeouts = api.open_transport(options)["timeouts"]
         assert timeouts["session_start_timeout_sec"] > 0
-        console = b""
-        deadline = time.monotonic() + 60
-        while b"memplace: result" not in console and time.monotonic() < deadline:
-            console += api.read_transport(4096, 10.0)
-        assert b"memplace: result pass" in console
+        console = _console(api, ends_with).decode()
         api.close_transport()
     finally:
         assert started.close() == 0
+    if model == "model_library_format":
+        assert "tvm: run returned 0" in console
+        assert printed_outputs(console) == pytest.approx(EXPECTED, abs=2e-6)
+    else:
+        assert "memplace: result pass" in console
     logged = log.read_text()
     assert "memplace.project_api: request build" in logged  # both servers log, --debug on
 

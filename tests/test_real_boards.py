@@ -138,10 +138,16 @@ def test_the_vector_table_starts_where_the_core_boots(
     for core in board.cores.values():
         vectors = board.memories[core.layout.vectors]
         start = vectors.address_for(core.name)
+        # A core whose reset code copies its vector table boots on a table of its own,
+        # where the image is programmed, and moves VTOR to .vectors.
+        moved = core.layout.copy == "reset" and core.layout.vectors != core.layout.load
         with (folder / BUILD_DIR / f"{core.name}.elf").open("rb") as stream:
-            section = ELFFile(stream).get_section_by_name(".vectors")
+            elf = ELFFile(stream)
+            section = elf.get_section_by_name(".vectors")
             assert section is not None
-            assert section["sh_addr"] == core.boot
+            boot = elf.get_section_by_name(".memplace.boot_vectors") if moved else section
+            assert boot is not None
+            assert boot["sh_addr"] == core.boot
             assert start <= section["sh_addr"] < start + vectors.size
             assert section["sh_addr"] + section["sh_size"] <= start + vectors.size
 

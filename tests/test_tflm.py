@@ -451,10 +451,6 @@ def _tensors(*shapes: list[int]) -> list[T]:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (
-            build_tflite(_tensors([4], [4]), [Op(ADD, [0, 0], [1])], [0], [1], 2),
-            "the model has 2 subgraphs; memplace tflm plans models with one",
-        ),
         (build_tflite(_tensors([4]), [], [0], [0]), "the model has no operators"),
         (
             build_tflite(_tensors([-1, 4], [4]), [Op(ADD, [0], [1])], [0], [1]),

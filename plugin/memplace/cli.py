@@ -368,7 +368,10 @@ def _build_parser() -> argparse.ArgumentParser:
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("board", metavar="BOARD", help="bundled board name or board file")
     parser.add_argument(
-        "workload", metavar="WORKLOAD", type=Path, help="workload file, or a .tflite model"
+        "workload",
+        metavar="WORKLOAD",
+        type=Path,
+        help="workload file, a .tflite model, or a TVM Model Library Format archive (.tar)",
     )
     parser.add_argument(
         "--data-root",
@@ -381,6 +384,13 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 
 def _add_project_options(parser: argparse.ArgumentParser) -> None:
     options.add_arguments(parser, "project_type", "sources", "pool_storage")
+    parser.add_argument(
+        "--standalone-crt-dir",
+        type=Path,
+        metavar="DIR",
+        help="TVM's standalone CRT folder, whose headers a Model Library Format archive's "
+        "C code is built with (default: the archive's own runtime/, else memplace's)",
+    )
 
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
@@ -410,7 +420,8 @@ def _add_timeout(parser: argparse.ArgumentParser) -> None:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Board, Workload]:
-    return load_board(args.board), load_workload(args.workload, args.data_root)
+    board = load_board(args.board)
+    return board, load_workload(args.workload, args.data_root, board)
 
 
 def _boards(args: argparse.Namespace) -> int:
@@ -518,6 +529,7 @@ def _generate(args: argparse.Namespace) -> int:
         force=args.force,
         sources=args.sources,
         pool_storage=args.pool_storage,
+        standalone_crt=args.standalone_crt_dir,
     )
     print(pool_table(result))
     print(f"wrote {args.out}")
@@ -595,6 +607,7 @@ def _check(args: argparse.Namespace) -> int:
         sources=args.sources,
         stack_hints=load_hints(args.stack_hints),
         pool_storage=args.pool_storage,
+        standalone_crt=args.standalone_crt_dir,
     )
     write_reports(result.report, junit=args.junit, sarif=args.sarif)
     return _print_check(result, args.json)

@@ -84,9 +84,9 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_project(files: Mapping[str, str], out: Path, force: bool = False) -> list[Path]:
-    """Write `files` under `out`, and remove the files memplace wrote there before and no
-    longer writes; returns the paths written.
+def write_project(files: Mapping[str, str | bytes], out: Path, force: bool = False) -> list[Path]:
+    """Write `files` (text, or bytes as they are) under `out`, and remove the files
+    memplace wrote there before and no longer writes; returns the paths written.
 
     Killed at any point, it leaves a folder the next run accepts: the record of what
     memplace wrote (WRITTEN) first takes both the old and the new digest of every file,
@@ -100,11 +100,14 @@ def write_project(files: Mapping[str, str], out: Path, force: bool = False) -> l
         _remove_scratch(out)
         scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.{SCRATCH}", dir=out.parent))
         try:
-            for relative, text in files.items():
+            for relative, content in files.items():
                 path = scratch / relative
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
-            record = {relative: _digest(text.encode("utf-8")) for relative, text in files.items()}
+                if isinstance(content, str):
+                    path.write_text(content, encoding="utf-8")
+                else:
+                    path.write_bytes(content)
+            record = {relative: _digest(_bytes(content)) for relative, content in files.items()}
             moving = {
                 relative: sorted({*previous.get(relative, ()), record.get(relative, "")} - {""})
                 for relative in sorted({*record, *previous})
@@ -120,6 +123,10 @@ def write_project(files: Mapping[str, str], out: Path, force: bool = False) -> l
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return [out / relative for relative in files]
+
+
+def _bytes(content: str | bytes) -> bytes:
+    return content.encode("utf-8") if isinstance(content, str) else content
 
 
 def _refuse_edited(out: Path, relatives: Sequence[str], previous: Mapping[str, list[str]]) -> None:

@@ -14,11 +14,13 @@ from memplace.board import Board
 from memplace.build import build
 from memplace.codegen import RenderOptions, render
 from memplace.errors import InputError, PlanningError
+from memplace.importers.mlf import ModelArchive, is_mlf, read_mlf
 from memplace.layout import run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
 from memplace.project import Project, locked, write_project
+from memplace.project_api.carried.standalone import MODEL_ARCHIVE
 from memplace.project_api.carry import describer
 from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
 from memplace.scopes import resolve
@@ -39,11 +41,15 @@ def generate(
     force: bool = False,
     sources: Path | None = None,
     pool_storage: str = "generated",
+    standalone_crt: Path | None = None,
 ) -> Plan:
     """Plan `workload` on `board` and write the project to `out`.
 
     `sources` is the folder of an `app` project's C files; the project refers to it by a
-    path relative to `out`, so the generated files name no absolute location."""
+    path relative to `out`, so the generated files name no absolute location. For a
+    workload read from a Model Library Format archive, the model's C code goes into the
+    project (`aot_standalone_demo`, `app`), with the headers of TVM's `standalone_crt`
+    folder when given."""
     check_derived(board, workload)
     tasks = [c.name for c in board.contexts.values() if c.kind == "task"]
     if tasks and project_type == "exerciser":
@@ -62,11 +68,38 @@ def generate(
         pool_storage=pool_storage,
         tflm_arena=tflm_arena(board, workload, result),
         workload_hints=workload.stack_hints,
+        model=model_archive(workload),
+        standalone_crt=crt_include(standalone_crt, out),
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
-    files = render(board, result, project_type, options, users, describer(board))
+    rendered = render(board, result, project_type, options, users, describer(board))
+    files: dict[str, str | bytes] = dict(rendered)
+    if options.model is not None and options.model.path.is_file():
+        # Where TVM's own project templates keep the archive a project was made from.
+        files[MODEL_ARCHIVE] = options.model.path.read_bytes()
     write_project(files, out, force=force)
     return result
+
+
+def model_archive(workload: Workload) -> ModelArchive | None:
+    """The Model Library Format archive a workload was read from, if it was."""
+    source = Path(workload.source)
+    return read_mlf(source) if is_mlf(source) else None
+
+
+def crt_include(standalone_crt: Path | None, out: Path) -> str | None:
+    """The include folder of TVM's standalone CRT, relative to the project `out`."""
+    if standalone_crt is None:
+        return None
+    header = standalone_crt / "include" / "tvm" / "runtime" / "c_backend_api.h"
+    if not header.is_file():
+        raise InputError(
+            f"no TVM standalone CRT at {standalone_crt} (it has no "
+            "include/tvm/runtime/c_backend_api.h); pass the folder "
+            "tvm.micro.get_standalone_crt_dir() names",
+            key="standalone_crt_dir",
+        )
+    return os.path.relpath((standalone_crt / "include").resolve(), out.resolve())
 
 
 def tflm_arena(board: Board, workload: Workload, result: Plan) -> tuple[str, int] | None:
@@ -140,6 +173,7 @@ def check(
     sources: Path | None = None,
     stack_hints: StackHints | None = None,
     pool_storage: str = "generated",
+    standalone_crt: Path | None = None,
 ) -> CheckResult:
     """Everything, for CI: generate, build, run where QEMU can, verify (with `stack_hints`
     bounding what the call graph alone cannot). The folder is held throughout, so two
@@ -153,6 +187,7 @@ def check(
             algorithm,
             sources=sources,
             pool_storage=pool_storage,
+            standalone_crt=standalone_crt,
         )
         build(out)
         log = run(out, timeout) if board.qemu_machine else None

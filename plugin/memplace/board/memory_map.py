@@ -18,6 +18,7 @@ def memory_map_data(board: Board) -> dict[str, Any]:
                 "cpu": core.cpu,
                 "boot": core.boot,
                 "released_by": core.release.by if core.release else None,
+                "copy": core.layout.copy,
                 "memories": [
                     {
                         "name": entry.memory.name,
@@ -58,6 +59,9 @@ def memory_map_text(board: Board) -> str:
         lines.append(f"flashes with {flash.runner}: {flash.target or ' '.join(flash.config)}")
     for name, core in board.cores.items():
         start = f"released by {core.release.by}" if core.release else "starts at reset"
+        copier = _copier(core.layout.copy, core.release.by if core.release else None)
+        if copier is not None:
+            start += f"; vectors and code copied from {core.layout.load} by {copier}"
         lines += [
             "",
             f"core {name} ({core.cpu}, float {core.float_abi}): boots at "
@@ -95,3 +99,10 @@ def memory_map_text(board: Board) -> str:
             f"{stack}{threads}"
         )
     return "\n".join(lines)
+
+
+def _copier(copy: str | None, releaser: str | None) -> str | None:
+    """Who copies a core's vectors and code before they run, in words; None: nobody."""
+    if copy == "releaser":
+        return f"core {releaser}"
+    return {"reset": "its reset code", "boot-rom": "the boot ROM"}.get(copy or "")

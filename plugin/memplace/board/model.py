@@ -172,10 +172,13 @@ def _core_data(core: Core) -> dict[str, Any]:
         }
         if core.release.handshake:
             release["handshake"] = core.release.handshake
+    layout: dict[str, Any] = dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True))
+    if core.layout.copy is not None:
+        layout["copy"] = core.layout.copy
     return {
         "cpu": core.cpu,
         "float_abi": core.float_abi,
-        "layout": dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True)),
+        "layout": layout,
         "boot": core.boot,
         "release": release,
         "rtos": core.rtos,
@@ -239,7 +242,9 @@ def _core_from(name: str, data: Mapping[str, Any]) -> Core:
         name=name,
         cpu=data["cpu"],
         float_abi=data["float_abi"],
-        layout=Layout(**{key: data["layout"][key] for key in LAYOUT_KEYS}),
+        layout=Layout(
+            **{key: data["layout"][key] for key in LAYOUT_KEYS}, copy=data["layout"].get("copy")
+        ),
         boot=data.get("boot", 0),
         release=release,
         rtos=data.get("rtos", "none"),

@@ -38,6 +38,13 @@ RTOSES = ("none", "freertos")
 
 LAYOUT_KEYS = ("vectors", "code", "data", "load")
 
+# What copies an image out of its load memory before it runs (`layout.copy`): the core's
+# own reset code, the core that releases it, or the boot ROM.
+COPIERS = ("reset", "releaser", "boot-rom")
+
+# Cores without a VTOR: their vector table cannot move off the address they boot from.
+CPUS_WITHOUT_VTOR = ("cortex-m0",)
+
 
 OPERANDS = {"write": "value", "set": "mask", "clear": "mask"}
 
@@ -96,6 +103,9 @@ class Layout:
     code: str
     data: str
     load: str
+    copy: str | None = None
+    """What copies the vectors and code out of `load` before they run (one of `COPIERS`);
+    None when they run where they are programmed."""
 
     def memories(self) -> tuple[str, ...]:
         return (self.vectors, self.code, self.data, self.load)

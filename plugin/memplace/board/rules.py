@@ -22,7 +22,9 @@ from memplace.board.parts import (
     ADDRESS_SPACE,
     BOARD_NAME,
     CONTEXT_KINDS,
+    COPIERS,
     CPUS,
+    CPUS_WITHOUT_VTOR,
     DEVICE_KINDS,
     FLOAT_ABIS,
     LAYOUT_KEYS,
@@ -117,6 +119,12 @@ LAYOUT_FIELDS = (
     Key("code", "memory of .text and .rodata", required=True),
     Key("data", "memory of .data and .bss", required=True),
     Key("load", "memory the image is programmed into (default: the code memory)"),
+    Key(
+        "copy",
+        "what copies vectors and code from `load` to where they run before the core runs "
+        "them: reset (the core's own reset code), releaser (the core that releases it) or "
+        "boot-rom (the chip's boot ROM); absent: they run where they are programmed",
+    ),
 )
 
 RELEASE_KEYS = (
@@ -303,6 +311,7 @@ class BoardReader:
         memories = self._memories(core_names, devices)
         cores = {key: self._core(node, memories) for key, node in cores_node.items()}
         _check_releases(cores_node, cores)
+        _check_copiers(cores_node, cores, memories)
         _check_shared_layouts(cores_node, cores)
         _check_views(root.child("memories"), cores, memories)
         pools_node = root.get("pools")
@@ -323,6 +332,7 @@ class BoardReader:
         pools, stacks = reserve(pool_specs, context_specs, memories, cores, self.doc.file)
         contexts = {spec.name: spec.build(stacks) for spec in context_specs}
         run = self._run()
+        _check_rom_copies(cores_node, cores, run)
         return dict(
             name=name,
             summary=summary,
@@ -390,10 +400,13 @@ class BoardReader:
                 f"{cpu} has no floating-point unit; use float_abi: soft"
             )
         layout = _layout(item.child("layout"), name, memories)
-        vectors = memories[layout.vectors]
-        boot = vectors.address_for(name)
+        _check_vector_move(item.child("layout"), cpu, layout)
+        # A core whose reset code copies its image boots where the image is programmed.
+        boots_from = layout.load if layout.copy == "reset" else layout.vectors
+        boot = memories[boots_from].address_for(name)
         if item.has("boot"):
-            boot = _boot(item.child("boot"), name, vectors)
+            role = "load" if layout.copy == "reset" else "vectors"
+            boot = _boot(item.child("boot"), name, memories[boots_from], role)
         release = _release(item.child("release")) if item.has("release") else None
         rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
         return Core(name, cpu, float_abi, layout, boot, release, rtos)
@@ -564,14 +577,62 @@ def _layout(node: Node, core: str, memories: Mapping[str, Memory]) -> Layout:
             )
         _check_layout_attrs(part, key, memories[memory])
         chosen[key] = memory
-    if chosen["vectors"] != chosen["load"]:
-        # The core reads its vector table at reset, before any code of the image could
-        # copy it anywhere: it must be where the image is programmed.
-        raise node.child("vectors").error(
-            f"the vector table must be in the load memory {chosen['load']!r}, where the image "
-            f"is when the core starts; set vectors: {chosen['load']}"
+    copy = node.child("copy").choice(COPIERS) if node.has("copy") else None
+    if copy is None:
+        _check_runs_in_place(node, chosen)
+    else:
+        _check_copied_parts(node, copy, chosen, memories)
+    return Layout(**chosen, copy=copy)
+
+def _check_runs_in_place(node: Node, chosen: Mapping[str, str]) -> None:
+    """Without a `copy`, nothing moves vectors or code: they run where they are programmed."""
+    for part in ("vectors", "code"):
+        if chosen[part] == chosen["load"]:
+            continue
+        if part == "vectors":
+            # The core reads its vector table at reset, before any code of the image could
+            # copy it anywhere: it must be where the image is programmed.
+            raise node.child("vectors").error(
+                f"the vector table must be in the load memory {chosen['load']!r}, where the "
+                f"image is when the core starts; set vectors: {chosen['load']}, or say what "
+                f"copies it there (copy: {', '.join(COPIERS)})"
+            )
+        raise node.child("code").error(
+            f"code runs from {chosen['code']!r} but is programmed into {chosen['load']!r}, and "
+            f"nothing is declared to copy it there; say what does (copy: {', '.join(COPIERS)}) "
+            f"or set code: {chosen['load']}"
         )
-    return Layout(**chosen)
+
+def _check_copied_parts(
+    node: Node, copy: str, chosen: Mapping[str, str], memories: Mapping[str, Memory]
+) -> None:
+    """A copy has something to copy, into memories the copier can write."""
+    moved = [part for part in ("vectors", "code") if chosen[part] != chosen["load"]]
+    if not moved:
+        raise node.child("copy").error(
+            f"vectors and code are already in the load memory {chosen['load']!r}: there is "
+            f"nothing to copy (data is copied at reset anyway); remove copy"
+        )
+    for part in moved:
+        memory = memories[chosen[part]]
+        if not memory.writable():
+            raise node.child(part).error(
+                f"{part} is copied into {memory.name!r} before it runs, but {memory.name!r} is "
+                f"{memory.attrs!r}; add w to its attrs"
+            )
+    if copy == "boot-rom" and chosen["vectors"] != chosen["code"]:
+        # A boot ROM copies one block and starts the core on the vector table at its start.
+        raise node.child("vectors").error(
+            f"the boot ROM copies one block from {chosen['load']!r}: put vectors and code in "
+            f"one memory (vectors: {chosen['code']})"
+        )
+
+def _check_vector_move(node: Node, cpu: str, layout: Layout) -> None:
+    if layout.copy == "reset" and layout.vectors != layout.load and cpu in CPUS_WITHOUT_VTOR:
+        raise node.child("vectors").error(
+            f"{cpu} has no VTOR, so its vector table stays where it boots; "
+            f"set vectors: {layout.load}"
+        )
 
 def _check_layout_attrs(node: Node, part: str, memory: Memory) -> None:
     needs = {"vectors": "r", "code": "rx", "data": "rw", "load": "r"}[part]
@@ -582,12 +643,12 @@ def _check_layout_attrs(node: Node, part: str, memory: Memory) -> None:
             f"(add the missing letters to its attrs, or pick another memory)"
         )
 
-def _boot(node: Node, core: str, vectors: Memory) -> int:
+def _boot(node: Node, core: str, vectors: Memory, role: str = "vectors") -> int:
     boot = node.integer()
     start = vectors.address_for(core)
     if not start <= boot < start + vectors.size:
         raise node.error(
-            f"the boot address must lie in the vectors memory {vectors.name!r} "
+            f"the boot address must lie in the {role} memory {vectors.name!r} "
             f"[0x{start:08x}, 0x{start + vectors.size:08x}) as core {core!r} sees it"
         )
     if boot % VECTOR_ALIGN:
@@ -743,6 +804,46 @@ def _check_releases(cores_node: Node, cores: Mapping[str, Core]) -> None:
             raise by_node.error(
                 f"core {core.release.by!r} is itself released by another; "
                 f"name a core that starts at reset"
+            )
+
+def _check_copiers(
+    cores_node: Node, cores: Mapping[str, Core], memories: Mapping[str, Memory]
+) -> None:
+    """An image its releaser copies has a releaser that reaches both where the image is
+    programmed and where it runs; a boot ROM starts only a core that starts at reset."""
+    for name, core in cores.items():
+        layout = core.layout
+        layout_node = cores_node.child(name).child("layout")
+        if layout.copy == "boot-rom" and core.release is not None:
+            raise layout_node.child("copy").error(
+                f"a boot ROM starts only the cores that start at reset; core {name!r} is "
+                f"released by {core.release.by!r}: use copy: releaser"
+            )
+        if layout.copy != "releaser":
+            continue
+        if core.release is None:
+            raise layout_node.child("copy").error(
+                f"copy: releaser needs a core that releases core {name!r}; add "
+                f"release: {{by: CORE, steps: [...]}}, or use copy: reset"
+            )
+        by = core.release.by
+        for part in ("load", "vectors", "code"):
+            memory = memories[getattr(layout, part)]
+            if by not in memory.access:
+                raise layout_node.child(part).error(
+                    f"core {by!r} copies this image before it releases core {name!r}, but "
+                    f"cannot reach memory {memory.name!r}; add {by} to its access list"
+                )
+
+def _check_rom_copies(cores_node: Node, cores: Mapping[str, Core], run: Run) -> None:
+    """QEMU starts a core on the image as it is loaded: no boot ROM copies it anywhere."""
+    if run.qemu is None:
+        return
+    for name, core in cores.items():
+        if core.layout.copy == "boot-rom":
+            raise cores_node.child(name).child("layout").child("copy").error(
+                f"QEMU machine {run.qemu.machine!r} has no boot ROM that copies images; "
+                f"use copy: reset"
             )
 
 def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:

@@ -19,6 +19,14 @@ from memplace import resources
 from memplace.board import Board
 from memplace.codegen.context import RenderOptions, project_context
 from memplace.codegen.server import Describe, server_files
+from memplace.codegen.tvm import (
+    DEMO,
+    DEMO_SOURCE,
+    MODEL_TYPES,
+    check_model,
+    model_files,
+    tvm_context,
+)
 from memplace.errors import InputError
 from memplace.hints import StackHints
 from memplace.layout import HINTS_DIR, MANIFEST, PROJECT_VERSION, fnv1a
@@ -53,9 +61,18 @@ def _library(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, str]
     return {"memplace/targets.cmake": _render(env, "targets.cmake", context)}
 
 
-PROJECT_TYPES: dict[str, Renderer] = {"exerciser": _exerciser, "app": _app, "library": _library}
+def _aot_demo(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, str]:
+    return {}  # its main comes with the model's files (codegen.tvm)
+
+
+PROJECT_TYPES: dict[str, Renderer] = {
+    "exerciser": _exerciser,
+    "app": _app,
+    "library": _library,
+    DEMO: _aot_demo,
+}
 # Project types that come with a CMake project of their own.
-STANDALONE = ("exerciser", "app")
+STANDALONE = ("exerciser", "app", DEMO)
 
 
 def render(
@@ -89,8 +106,15 @@ def render(
         raise InputError(
             "an app project needs --sources DIR with the application's C files", key="--sources"
         )
+    check_model(board, project_type, options.model)
     env = _environment()
     context = project_context(board, plan, options, dict(users or {}))
+    model = options.model if project_type in MODEL_TYPES else None
+    context["tvm"] = None if model is None else tvm_context(model, options.standalone_crt)
+    if model is not None:
+        context["cores"][0]["sources"] += context["tvm"]["sources"]
+        if project_type == DEMO:
+            context["cores"][0]["sources"].append(DEMO_SOURCE)
     name = plan.workload
     files: dict[str, str] = {}
     for core in context["cores"]:
@@ -103,6 +127,8 @@ def render(
     files["memplace/include/memplace_runtime.h"] = _render(env, "memplace_runtime.h", context)
     files[f"memplace/src/{name}_pools.c"] = _render(env, "pools.c", context)
     files.update(PROJECT_TYPES[project_type](env, context))
+    if model is not None:
+        files.update(model_files(env, context, model, options.standalone_crt is not None))
     if project_type in STANDALONE:
         files["CMakeLists.txt"] = _render(env, "CMakeLists.txt", context)
         toolchain = resources.data_dir("cmake") / "arm-none-eabi.cmake"

@@ -16,6 +16,7 @@ from typing import Any
 from memplace.board import CPUS, POOL_ALIGN, RELEASE_HANDSHAKES, Board, Context, Core
 from memplace.errors import InputError
 from memplace.hints import StackHints
+from memplace.importers.mlf import ModelArchive
 from memplace.layout import fnv1a, thread_function
 from memplace.planner.arena import Arena, user_core
 from memplace.planner.arena import arenas as plan_arenas
@@ -54,6 +55,10 @@ class RenderOptions:
     tflm_arena: tuple[str, int] | None = None
     # The workload file's `stack_hints:`, kept in the project beside the board's.
     workload_hints: tuple[StackHints, ...] = ()
+    # A TVM model (Model Library Format) whose C code the project compiles (codegen.tvm),
+    # and the include folder of TVM's standalone CRT, relative to the project.
+    model: ModelArchive | None = None
+    standalone_crt: str | None = None
 
     def storage(self, usage: PoolUsage) -> int:
         """Bytes of a pool's storage: what the plan uses, or the arena it must hold."""
@@ -321,12 +326,10 @@ def _core(
             }
         )
     load = core.layout.load
-    copies = [".data"]
+    copies = [*reset_copies(core), ".data"]
     copies += [
         f".memplace.pool.{p.name}" for p in own_pools if p.kind == "constant" and p.memory != load
     ]
-    if core.layout.code != load:
-        copies.insert(0, ".text")
     mine = [p for p in plan.placements if exercising_core(board, p, users) == core.name]
     isrs = [c for c in board.contexts.values() if c.core == core.name and c.kind == "isr"]
     if options.project_type == "exerciser":
@@ -346,6 +349,9 @@ def _core(
         },
         "regions": sorted(regions, key=lambda r: (r["origin"], r["name"])),
         "copies": copies,
+        "copier": core.layout.copy,
+        "moves_vectors": core.layout.copy == "reset" and core.layout.vectors != load,
+        "release_table": _release_table(board, core),
         "pools": [
             {
                 "name": p.name,
@@ -371,8 +377,9 @@ def _core(
         "entry": entry,
         "isrs": [_isr(isr, core) for isr in isrs],
         "mailbox": box,
+        "release_magic": RELEASE_TABLE_MAGIC,
         "releases": [
-            _release(board, other)
+            _release(board, other, slices)
             for other in board.cores.values()
             if other.release is not None and other.release.by == core.name
         ],
@@ -466,7 +473,9 @@ def _check_releases(board: Board) -> None:
         )
 
 
-def _release(board: Board, core: Core) -> dict[str, Any]:
+def _release(
+    board: Board, core: Core, slices: dict[tuple[str, str], tuple[int, int]]
+) -> dict[str, Any]:
     assert core.release is not None
     main = main_context(board, core.name)
     assert main.stack is not None
@@ -484,7 +493,70 @@ def _release(board: Board, core: Core) -> dict[str, Any]:
             {"action": step.action, "address": step.address, "value": step.value}
             for step in core.release.steps
         ],
+        "copy_table": _release_table_address(board, core, slices),
     }
+
+
+# Image sections each copier moves out of the load memory before the core runs them.
+VECTOR_SECTIONS = (".vectors",)
+CODE_SECTIONS = (".text", ".ARM.exidx")
+# The first word of a released core's copy table, so its releaser knows the image is there.
+RELEASE_TABLE_MAGIC = 0x4D504C43
+
+
+def boot_sections(core: Core) -> list[str]:
+    """The sections of `core`'s image that run apart from their load copy and that its
+    copier (`layout.copy`) moves before they run."""
+    layout = core.layout
+    moved = list(VECTOR_SECTIONS) if layout.vectors != layout.load else []
+    return moved + (list(CODE_SECTIONS) if layout.code != layout.load else [])
+
+
+def reset_copies(core: Core) -> list[str]:
+    """The boot sections the core's own reset code copies (the others' copier is the
+    releasing core or the boot ROM)."""
+    return boot_sections(core) if core.layout.copy == "reset" else []
+
+
+def _release_table(board: Board, core: Core) -> dict[str, Any] | None:
+    """For an image its releaser copies: each section's load copy and run address as the
+    releaser sees them, which the linker script writes at the start of the image's part of
+    the load memory."""
+    if core.layout.copy != "releaser" or core.release is None:
+        return None
+    by = core.release.by
+    layout = core.layout
+
+    def shift(memory: str) -> str:
+        delta = board.memories[memory].address_for(by) - board.memories[memory].address_for(
+            core.name
+        )
+        return "" if delta == 0 else f" {'+' if delta > 0 else '-'} 0x{abs(delta):08x}"
+
+    run_memory = {".vectors": layout.vectors, ".text": layout.code, ".ARM.exidx": layout.code}
+    return {
+        "releaser": by,
+        "magic": RELEASE_TABLE_MAGIC,
+        "entries": [
+            {
+                "section": name,
+                "load_shift": shift(layout.load),
+                "run_shift": shift(run_memory[name]),
+            }
+            for name in boot_sections(core)
+        ],
+    }
+
+
+def _release_table_address(
+    board: Board, core: Core, slices: dict[tuple[str, str], tuple[int, int]]
+) -> int | None:
+    """Where the releaser reads the copy table of `core`'s image, as it sees it."""
+    if core.layout.copy != "releaser" or core.release is None:
+        return None
+    load = core.layout.load
+    start, _ = slices[(load, core.name)]
+    return start + _view(board, load, core.release.by)
 
 
 def _held_by_others(board: Board, memory: str) -> list[str]:

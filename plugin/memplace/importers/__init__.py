@@ -1,6 +1,7 @@
 """Front ends: workload files and models turned into workloads.
 
-`load_workload` reads what a WORKLOAD argument names: a workload file, or a model.
+`load_workload` reads what a WORKLOAD argument names: a workload file, a model, or a Model
+Library Format archive (`importers.mlf`).
 `import_model` reads a model into a `Workload` in memory (what a WORKLOAD argument naming
 a `.tflite` file gets); `import_to_file` writes it as a workload file with its weights as
 data files beside it (`memplace import`), all or nothing.
@@ -13,10 +14,15 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memplace.errors import InputError
+from memplace.importers.mlf import is_mlf, read_mlf
 from memplace.importers.tflite import Model, read_tflite
 from memplace.workload import Workload
+
+if TYPE_CHECKING:
+    from memplace.board import Board
 
 __all__ = [
     "Imported",
@@ -31,10 +37,16 @@ __all__ = [
 MODEL_READERS = {".tflite": read_tflite}
 
 
-def load_workload(path: str | Path, data_root: str | Path | None = None) -> Workload:
-    """A workload file (YAML or JSON), or a model such as a `.tflite` file, imported.
-    `data_root` is the folder `data_file`s may come from (default: the file's own)."""
+def load_workload(
+    path: str | Path, data_root: str | Path | None = None, board: Board | None = None
+) -> Workload:
+    """A workload file (YAML or JSON), or a model such as a `.tflite` file or an MLF
+    archive, imported. `data_root` is the folder `data_file`s may come from (default: the
+    file's own); `board`, when known, pins an MLF archive's memory pools to the board's
+    pools of the same names."""
     path = Path(path)
+    if is_mlf(path):
+        return read_mlf(path).workload(() if board is None else tuple(board.pools))
     if not path.is_file():
         raise InputError(f"no workload file at {path}", key="WORKLOAD")
     if path.suffix.lower() in MODEL_READERS:

@@ -37,9 +37,6 @@ from memplace.runners import FlashRequest, QemuRunner, default_runner
 
 log = logging.getLogger("memplace.project_api")
 
-# What TVM sends as `model_library_format_path`: a Model Library Format archive.
-MLF_SUFFIX = ".tar"
-
 
 def describe(exc: BaseException) -> dict[str, Any] | None:
     """The `data` of the -32000 error an exception travels as; None for a bug. memplace's
@@ -104,10 +101,11 @@ class MemplaceHandler(TransportMethods):
         project_dir: Path,
         options: dict[str, Any],
     ) -> dict[str, Any]:
-        """Plan the workload (a workload file, a .tflite model or a Model Library Format
-        archive, as `memplace.importers.load_workload` reads them) on the board and write
-        the project to `project_dir`, which must not exist. An archive is kept in the
-        project as `model.tar`, where TVM looks for it."""
+        """Plan the workload (a Model Library Format archive, a workload file or a .tflite
+        model) on the board and write the project to `project_dir`, which must not exist.
+        An archive's C code is built with the headers of TVM's standalone CRT folder, and
+        the project keeps it as `model.tar`. Build settings among the options (TVM's
+        `compile_definitions`, `warning_as_error`, `cmsis_path`) stay with the project."""
         source = model_library_format_path
         if options["project_type"] == "host_driven":
             raise InputError(host_driven(), key="project_type")
@@ -116,11 +114,11 @@ class MemplaceHandler(TransportMethods):
                 f"{project_dir} already exists; generate_project writes a new folder",
                 key="project_dir",
             )
-        if not source.is_file():
+        if not source.exists():
             raise InputError(f"no such file: {source}", key="model_library_format_path")
         settings = _build_settings(options)
         board = load_board(options["board"])
-        workload = load_workload(source)
+        workload = load_workload(source, board=board)
         try:
             result = workflow.generate(
                 board,
@@ -130,11 +128,10 @@ class MemplaceHandler(TransportMethods):
                 options["algorithm"],
                 sources=options["sources"],
                 pool_storage=options["pool_storage"],
+                standalone_crt=standalone_crt_dir,
             )
             if options["extra_files_tar"] is not None:
                 unpack_archive(options["extra_files_tar"], project_dir)
-            if source.suffix.lower() == MLF_SUFFIX:
-                shutil.copyfile(source, project_dir / MODEL_ARCHIVE)
             if (project_dir / SERVER_SCRIPT).is_file():  # a project with a build of its own
                 save_settings(project_dir, settings)
         except BaseException:

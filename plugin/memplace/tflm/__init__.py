@@ -30,7 +30,7 @@ from memplace.errors import InputError, MemplaceError, PlanningError
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.planner.model import Plan
 from memplace.tflm import runtime
-from memplace.tflm.graph import ARENA_ALIGN, Graph, read_graph, round_up
+from memplace.tflm.graph import ARENA_ALIGN, Graph, Tensor, read_graph, round_up
 from memplace.tflm.greedy import ONLINE, Request, conflicts, simulate
 from memplace.tflm.metadata import ModelLayoutError, with_offline_plan
 from memplace.tflm.scratch import KERNELS, Scratches, extension, scratches
@@ -89,7 +89,7 @@ class TflmPlan:
             "host": host,
             "layout": self.layout,
             "scratch": [
-                {"step": s.op + 1, "bytes": s.bytes, "why": s.why} for s in self.scratch.buffers
+                {"step": s.first, "bytes": s.bytes, "why": s.why} for s in self.scratch.buffers
             ],
             "unmodelled": list(self.scratch.unmodelled),
             "planned_tensors": sum(1 for offset in self.offsets if offset != ONLINE),
@@ -223,9 +223,8 @@ def _requests(graph: Graph, offsets: tuple[int, ...]) -> list[Request]:
 
 
 def _scratch_requests(graph: Graph, asked: Scratches) -> list[Request]:
-    names = graph.step_names()
     return [
-        Request(f"scratch {k} of {names[s.op + 1]}", round_up(s.bytes), s.op + 1, s.op + 1)
+        Request(f"scratch {k} of {graph.operators[s.op].label}", round_up(s.bytes), s.first, s.last)
         for k, s in enumerate(asked.buffers)
     ]
 
@@ -247,6 +246,8 @@ def _try_pool(
         live = (spec.first, spec.last)
         builder.buffer(f"t{t}", spec.arena_bytes, live, align=ARENA_ALIGN, scope=f"global.{pool}")
     for k, request in enumerate(scratch):
+        if request.first < 0:
+            continue  # an operator no walk reaches: its scratch shares no scope with these
         live = (request.first, request.last)
         builder.buffer(f"s{k}", request.size, live, align=ARENA_ALIGN, scope=f"global.{pool}")
     try:
@@ -259,10 +260,29 @@ def _try_pool(
     theirs = [ONLINE] * len(graph.tensors)
     for t, offset in zip(_arena(graph), own, strict=True):
         theirs[t] = offset
-    candidates = [(tuple(mine), "memplace"), (tuple(theirs), "tflite-micro")]
+    candidates = [(_spare_variables(graph, mine), "memplace")]
+    candidates.append((_spare_variables(graph, theirs), "tflite-micro"))
     offsets, layout = min(candidates, key=lambda c: simulate(_requests(graph, c[0]) + scratch).used)
     _check(graph, offsets, scratch)
     return offsets, layout, result
+
+
+def _variable_slots(graph: Graph) -> dict[int, Tensor]:
+    """Offsets the runtime reads for variable tensors of subgraphs after the first.
+
+    TFLite Micro decides whether it keeps a variable tensor in the persistent part by the
+    offline offset at the tensor's index within its own subgraph, not at its index in the
+    model (`MicroAllocator::AllocateVariables`); when that slot holds an offset, the
+    variable gets no memory at all. So that slot must stay -1."""
+    return {t.local: t for t in graph.tensors if t.variable and t.subgraph > 0}
+
+
+def _spare_variables(graph: Graph, offsets: list[int]) -> tuple[int, ...]:
+    """`offsets` with the slots the runtime reads for variables left to the runtime."""
+    spared = list(offsets)
+    for slot in _variable_slots(graph):
+        spared[slot] = ONLINE
+    return tuple(spared)
 
 
 def _check(graph: Graph, offsets: tuple[int, ...], scratch: list[Request]) -> None:
@@ -270,6 +290,12 @@ def _check(graph: Graph, offsets: tuple[int, ...], scratch: list[Request]) -> No
     requests = _requests(graph, offsets) + scratch
     layout = simulate(requests)
     problems = conflicts(requests, layout.offsets, ARENA_ALIGN)
+    problems += [
+        f"offset {offsets[slot]} at index {slot} would leave variable tensor {t.index} "
+        f"({t.name}) without memory: the runtime reads that index for it"
+        for slot, t in _variable_slots(graph).items()
+        if offsets[slot] != ONLINE
+    ]
     if problems:
         raise MemplaceError(
             f"memplace's plan breaks TFLite Micro's rules, so no model was written: {problems[0]}"

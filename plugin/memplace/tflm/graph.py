@@ -1,19 +1,29 @@
 """A TFLite model as TensorFlow Lite Micro's memory planner sees it.
 
-TFLite Micro counts time in allocation scopes: scope 0 holds the graph's inputs, operator
-`i` runs in scope `i + 1`. A tensor lives from the scope of the operator that writes it to
-the scope of the last operator that reads it, inclusive; an input from scope 0, an output
-to the last scope. The runtime places a tensor in its arena when the model carries no data
-for it, it is not a variable (state kept between invocations lives in the persistent part
-of the arena) and it has bytes; it rounds every size up to 16 bytes
-(`MicroArenaBufferAlignment`). These rules are those of `micro_allocation_info.cc` and
-`micro_allocator.cc` in TFLite Micro; this module restates them.
+TFLite Micro counts time in allocation scopes. It walks the main subgraph (subgraph 0):
+scope 0 holds its inputs and each operator opens the next scope. A control flow operator
+(IF, WHILE, CALL_ONCE) then walks each subgraph it calls, in the order of its options
+(then and else; cond and body; init): entering a subgraph opens a scope, where its inputs
+are created, and each of its operators opens one more, recursively. A tensor lives from
+the scope of the operator that writes it to the scope where the last operator that reads
+it ends, inclusive; an operator that calls subgraphs ends after them, so its inputs and
+outputs live through them. A subgraph's outputs live to the end of its walk. A subgraph
+called twice keeps its tensors from the first call to the end of the last; the tensors of
+one no operator calls have no scope (-1). With one subgraph, operator `i` runs in scope
+`i + 1`, the graph's inputs are created in scope 0 and its outputs live to the last.
+
+The runtime numbers tensors across subgraphs, all of subgraph 0's, then all of subgraph
+1's, and so on, and an offline plan holds one offset per tensor in that order. It places a
+tensor in its arena when the model carries no data for it, it is not a variable (state kept
+between invocations lives in the persistent part of the arena) and it has bytes; it rounds
+every size up to 16 bytes (`MicroArenaBufferAlignment`). These rules are those of
+`micro_allocation_info.cc` and `micro_allocator.cc` in TFLite Micro; this module restates
+them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any
 
@@ -34,8 +44,9 @@ def round_up(size: int, align: int = ARENA_ALIGN) -> int:
 
 @dataclass(frozen=True)
 class Tensor:
-    """One tensor of the graph. `bytes` is TFLite Micro's byte length (not rounded);
-    `first` and `last` are scopes, -1 when no operator or graph edge touches it."""
+    """One tensor of the model. `index` counts across subgraphs as the runtime does,
+    `local` within its subgraph. `bytes` is TFLite Micro's byte length (not rounded);
+    `first` and `last` are scopes, -1 when no walk of the graph touches it."""
 
     index: int
     name: str
@@ -46,6 +57,8 @@ class Tensor:
     constant: bool
     first: int
     last: int
+    subgraph: int = 0
+    local: int = 0
 
     @property
     def in_arena(self) -> bool:
@@ -59,34 +72,52 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Operator:
-    """Operator `index` of the graph, running in scope `index + 1`."""
+    """Operator `index` of the model, counted across subgraphs in the order the runtime
+    prepares them: operator `local` of `subgraph`. Its tensors are model-wide indices.
+    It runs from scope `first` (its first run) to `last` (the end of its last run, after
+    the subgraphs it `calls`); both -1 when no walk reaches it."""
 
     index: int
     kind: str
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     options: Any  # the flatbuffer table of its builtin options, or None
+    subgraph: int = 0
+    local: int = 0
+    first: int = -1
+    last: int = -1
+    calls: tuple[int, ...] = ()
 
     @property
     def scope(self) -> int:
-        return self.index + 1
+        return self.first
+
+    @property
+    def label(self) -> str:
+        """How messages name it: `operator 3 (ADD)`, `operator 0 of subgraph 2 (MUL)`."""
+        where = f" of subgraph {self.subgraph}" if self.subgraph else ""
+        return f"operator {self.local}{where} ({self.kind})"
 
 
 @dataclass(frozen=True)
 class Graph:
-    """The model's one subgraph, and the offline plan it already carries (if any)."""
+    """The model's tensors and operators over all its subgraphs, one name per scope, and
+    the offline plan the model already carries (if any)."""
 
     source: str
     tensors: tuple[Tensor, ...]
     operators: tuple[Operator, ...]
     offline: tuple[int, ...] | None
+    scopes: tuple[str, ...]  # one name per scope: inputs, add_0, enter_sg1, sg1_mul_0, ...
+    subgraphs: int
+    main_ends: tuple[int, ...]  # subgraph 0's inputs and outputs
 
     @property
     def last_scope(self) -> int:
-        return len(self.operators)
+        return len(self.scopes) - 1
 
     def step_names(self) -> list[str]:
-        return ["inputs", *(f"{op.kind.lower()}_{op.index}" for op in self.operators)]
+        return list(self.scopes)
 
 
 def read_graph(data: bytes, source: str) -> Graph:
@@ -103,12 +134,6 @@ def read_graph(data: bytes, source: str) -> Graph:
 
 
 def _read(root: Any, source: str) -> Graph:
-    if root.SubgraphsLength() != 1:
-        raise InputError(
-            f"the model has {root.SubgraphsLength()} subgraphs; memplace tflm plans models "
-            "with one (no control flow operators such as WHILE or IF)",
-            key=source,
-        )
     for index in range(root.BuffersLength()):
         if root.Buffers(index).Offset() > 1:
             raise InputError(
@@ -116,61 +141,170 @@ def _read(root: Any, source: str) -> Graph:
                 "TFLite Micro does not read such models",
                 key=source,
             )
-    graph = root.Subgraphs(0)
-    kinds = _enum_names(tflite.BuiltinOperator)
-    operators = tuple(
-        _operator(root, graph.Operators(i), i, kinds) for i in range(graph.OperatorsLength())
-    )
-    if not operators:
+    subgraphs = [root.Subgraphs(k) for k in range(root.SubgraphsLength())]
+    if not subgraphs or subgraphs[0].OperatorsLength() == 0:
         raise InputError("the model has no operators", key=source)
-    first, last = _lifetimes(graph, operators)
+    bases = [0]
+    for sub in subgraphs:
+        bases.append(bases[-1] + sub.TensorsLength())
+    kinds = _enum_names(tflite.BuiltinOperator)
+    operators: list[Operator] = []
+    for k, sub in enumerate(subgraphs):
+        for i in range(sub.OperatorsLength()):
+            operator = _operator(root, sub.Operators(i), len(operators), k, i, bases, kinds, source)
+            operators.append(operator)
+    walk = _Walk(subgraphs, bases, operators, source)
+    walk.subgraph(0, ())
     types = _enum_names(tflite.TensorType)
     tensors = tuple(
-        _tensor(root, graph.Tensors(i), i, types, first.get(i, -1), last.get(i, -1), source)
-        for i in range(graph.TensorsLength())
+        _tensor(root, sub.Tensors(i), bases[k] + i, types, walk, source, k, i)
+        for k, sub in enumerate(subgraphs)
+        for i in range(sub.TensorsLength())
     )
-    return Graph(source, tensors, operators, _offline(root, source))
+    ran = tuple(
+        replace(op, first=walk.op_first.get(op.index, -1), last=walk.op_last.get(op.index, -1))
+        for op in operators
+    )
+    main = subgraphs[0]
+    ends = [int(main.Inputs(k)) for k in range(main.InputsLength())]
+    ends += [int(main.Outputs(k)) for k in range(main.OutputsLength())]
+    return Graph(
+        source,
+        tensors,
+        ran,
+        _offline(root, source, len(tensors)),
+        tuple(walk.names),
+        len(subgraphs),
+        tuple(dict.fromkeys(ends)),
+    )
 
 
-def _operator(root: Any, op: Any, index: int, kinds: dict[int, str]) -> Operator:
+# Control flow operators: their options table and the fields naming the subgraphs they
+# run, in the order the runtime walks them (`MarkSubgraphLifetimesIfNecessary`).
+_CALLS = {
+    "IF": ("IfOptions", ("ThenSubgraphIndex", "ElseSubgraphIndex")),
+    "WHILE": ("WhileOptions", ("CondSubgraphIndex", "BodySubgraphIndex")),
+    "CALL_ONCE": ("CallOnceOptions", ("InitSubgraphIndex",)),
+}
+
+
+def _operator(
+    root: Any,
+    op: Any,
+    index: int,
+    subgraph: int,
+    local: int,
+    bases: list[int],
+    kinds: dict[int, str],
+    source: str,
+) -> Operator:
     code = root.OperatorCodes(op.OpcodeIndex())
     builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
     kind = kinds.get(builtin, f"OP{builtin}")
     if kind == "CUSTOM" and code.CustomCode():
         kind = code.CustomCode().decode("utf-8", "replace")
+    base, size = bases[subgraph], bases[subgraph + 1] - bases[subgraph]
+    where = f"operator {local}" + (f" of subgraph {subgraph}" if subgraph else "")
+
+    def tensor(local_index: int) -> int:
+        if local_index >= size:
+            raise InputError(
+                f"{where} ({kind}) names tensor {local_index}; its subgraph has {size}",
+                key=source,
+            )
+        return base + local_index if local_index >= 0 else -1
+
+    calls: tuple[int, ...] = ()
+    options = op.BuiltinOptions()
+    if kind in _CALLS and options is not None:
+        table_name, fields = _CALLS[kind]
+        table = getattr(tflite, table_name)()
+        table.Init(options.Bytes, options.Pos)
+        calls = tuple(int(getattr(table, name)()) for name in fields)
     return Operator(
         index,
         kind,
-        tuple(int(op.Inputs(k)) for k in range(op.InputsLength())),
-        tuple(int(op.Outputs(k)) for k in range(op.OutputsLength())),
-        op.BuiltinOptions(),
+        tuple(tensor(int(op.Inputs(k))) for k in range(op.InputsLength())),
+        tuple(tensor(int(op.Outputs(k))) for k in range(op.OutputsLength())),
+        options,
+        subgraph,
+        local,
+        calls=calls,
     )
 
 
-def _lifetimes(graph: Any, operators: Iterable[Operator]) -> tuple[dict[int, int], dict[int, int]]:
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
+@dataclass
+class _Walk:
+    """The runtime's walk over the subgraphs (`MarkAllocationLifetimes`): scopes counted
+    as it counts them, first and last scope per tensor and per operator."""
 
-    def mark(tensor: int, scope: int, created: bool) -> None:
+    subgraphs: list[Any]
+    bases: list[int]
+    operators: list[Operator]
+    source: str
+    names: list[str] = field(default_factory=lambda: ["inputs"])
+    first: dict[int, int] = field(default_factory=dict)
+    last: dict[int, int] = field(default_factory=dict)
+    op_first: dict[int, int] = field(default_factory=dict)
+    op_last: dict[int, int] = field(default_factory=dict)
+    runs: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def scope(self) -> int:
+        return len(self.names) - 1
+
+    def _open(self, name: str) -> None:
+        runs = self.runs.get(name, 0) + 1  # a subgraph run twice counts its scopes twice
+        self.runs[name] = runs
+        self.names.append(name if runs == 1 else f"{name}_run{runs}")
+
+    def _use(self, tensor: int, created: bool = False) -> None:
         if created:
-            first.setdefault(tensor, scope)
-        last[tensor] = scope
+            self.first.setdefault(tensor, self.scope)
+        self.last[tensor] = self.scope
 
-    for k in range(graph.InputsLength()):
-        mark(int(graph.Inputs(k)), 0, created=True)
-    end = 0
-    for op in operators:
-        for tensor in op.outputs:
-            first.setdefault(tensor, op.scope)
-        for tensor in op.inputs:
-            if tensor >= 0:
-                last[tensor] = op.scope
-        for tensor in op.outputs:
-            last[tensor] = op.scope
-        end = op.scope
-    for k in range(graph.OutputsLength()):
-        mark(int(graph.Outputs(k)), end, created=True)
-    return first, last
+    def subgraph(self, k: int, calling: tuple[int, ...]) -> None:
+        sub, base = self.subgraphs[k], self.bases[k]
+        size = self.bases[k + 1] - base
+        ops = [op for op in self.operators if op.subgraph == k]
+        for n in range(sub.InputsLength()):
+            self._use(base + self._local(sub.Inputs(n), size, f"input {n} of subgraph {k}"), True)
+        for op in ops:
+            prefix = f"sg{k}_" if k else ""
+            self._open(f"{prefix}{op.kind.lower()}_{op.local}")
+            for t in op.outputs:
+                self.first.setdefault(t, self.scope)
+            start = self.scope
+            if op.kind in _CALLS and not op.calls:
+                raise InputError(f"{op.label} has no options naming its subgraphs", key=self.source)
+            for called in op.calls:
+                if not 0 <= called < len(self.subgraphs):
+                    raise InputError(
+                        f"{op.label} calls subgraph {called}; the model has {len(self.subgraphs)}",
+                        key=self.source,
+                    )
+                if called in (*calling, k):
+                    raise InputError(
+                        f"{op.label} calls subgraph {called}, which is running: TFLite Micro "
+                        "plans no recursion",
+                        key=self.source,
+                    )
+                self._open(f"enter_sg{called}")
+                self.subgraph(called, (*calling, k))
+            for t in op.inputs:
+                if t >= 0:
+                    self.last[t] = self.scope
+            for t in op.outputs:
+                self.last[t] = self.scope
+            self.op_first.setdefault(op.index, start)
+            self.op_last[op.index] = self.scope
+        for n in range(sub.OutputsLength()):
+            self._use(base + self._local(sub.Outputs(n), size, f"output {n} of subgraph {k}"), True)
+
+    def _local(self, index: int, size: int, what: str) -> int:
+        if not 0 <= index < size:
+            raise InputError(f"{what} is tensor {index}, which the subgraph lacks", key=self.source)
+        return int(index)
 
 
 def _tensor(
@@ -178,12 +312,15 @@ def _tensor(
     spec: Any,
     index: int,
     types: dict[int, str],
-    first: int,
-    last: int,
+    walk: _Walk,
     source: str,
+    subgraph: int,
+    local: int,
 ) -> Tensor:
     raw = spec.Name()
     name = raw.decode("utf-8", "replace") if raw else ""
+    if subgraph:
+        name = f"{name}, subgraph {subgraph} tensor {local}"
     dtype = types.get(spec.Type(), f"TYPE_{spec.Type()}")
     shape = tuple(int(spec.Shape(k)) for k in range(spec.ShapeLength()))
     buffer = root.Buffers(spec.Buffer()) if 0 < spec.Buffer() < root.BuffersLength() else None
@@ -204,11 +341,15 @@ def _tensor(
         raise InputError(
             f"tensor {index} ({name}) is of type {dtype}, which has no fixed size", key=source
         )
-    return Tensor(index, name, dtype, shape, size, bool(spec.IsVariable()), constant, first, last)
+    first, last = walk.first.get(index, -1), walk.last.get(index, -1)
+    variable = bool(spec.IsVariable())
+    return Tensor(index, name, dtype, shape, size, variable, constant, first, last, subgraph, local)
 
 
-def _offline(root: Any, source: str) -> tuple[int, ...] | None:
-    """The offsets of an `OfflineMemoryAllocation` entry the model already carries."""
+def _offline(root: Any, source: str, tensors: int) -> tuple[int, ...] | None:
+    """The offsets of an `OfflineMemoryAllocation` entry the model already carries; one
+    whose count is not the model's number of tensors (all subgraphs') the runtime
+    refuses, and so does memplace."""
     for index in range(root.MetadataLength()):
         entry = root.Metadata(index)
         if (entry.Name() or b"").decode("utf-8", "replace") != OFFLINE_METADATA:
@@ -217,6 +358,12 @@ def _offline(root: Any, source: str) -> tuple[int, ...] | None:
         words = data.view("<i4") if len(data) % 4 == 0 else None
         if words is None or len(words) < 3 or len(words) != 3 + int(words[2]):
             raise InputError(f"its {OFFLINE_METADATA} entry is damaged", key=source)
+        if int(words[2]) != tensors:
+            raise InputError(
+                f"its {OFFLINE_METADATA} entry holds {int(words[2])} offsets for {tensors} "
+                "tensors (of all subgraphs), so TFLite Micro refuses the model",
+                key=source,
+            )
         return tuple(int(word) for word in words[3:])
     return None
 

@@ -39,11 +39,14 @@ _UNMODELLED = {
 
 @dataclass(frozen=True)
 class Scratch:
-    """A scratch buffer operator `op` asks for: `bytes` as asked (the runtime rounds them)."""
+    """A scratch buffer operator `op` (its model-wide index) asks for: `bytes` as asked
+    (the runtime rounds them), live from the operator's first scope to its last."""
 
     op: int
     bytes: int
     why: str
+    first: int
+    last: int
 
 
 @dataclass(frozen=True)
@@ -74,13 +77,14 @@ def scratches(graph: Graph, kernels: str, ext: str) -> Scratches:
                 asks = rule(graph, op, ext)
             except (IndexError, ValueError) as exc:
                 raise InputError(
-                    f"operator {op.index} ({op.kind}) lacks the inputs or shapes its kernel "
-                    f"reads: {exc}",
+                    f"{op.label} lacks the inputs or shapes its kernel reads: {exc}",
                     key=graph.source,
                 ) from exc
-            buffers += [Scratch(op.index, size, why) for size, why in asks if size > 0]
+            buffers += [
+                Scratch(op.index, size, why, op.first, op.last) for size, why in asks if size > 0
+            ]
         elif op.kind in _UNMODELLED[kernels]:
-            unmodelled.append(names[op.scope])
+            unmodelled.append(names[op.first] if op.first >= 0 else op.label)
     return Scratches(tuple(buffers), tuple(unmodelled))
 
 
@@ -98,7 +102,7 @@ def _out(graph: Graph, op: Operator) -> Tensor:
 def _options(op: Operator, kind: Any) -> Any:
     table = kind()
     if op.options is None:
-        raise InputError(f"operator {op.index} ({op.kind}) has no options")
+        raise InputError(f"{op.label} has no options")
     table.Init(op.options.Bytes, op.options.Pos)
     return table
 

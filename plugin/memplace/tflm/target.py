@@ -27,6 +27,7 @@ NODE = 32
 TENSOR_RECORD = 40
 KERNEL_DATA = 64  # an operator's own data, beside its per-channel arrays
 ALLOCATOR_OBJECTS = 512
+SUBGRAPH_RECORD = 12  # SubgraphAllocations: a subgraph's node and tensor arrays
 # Planning records, by the target's word size: AllocationInfo, ScratchBufferRequest, and
 # one size_t per subgraph; the greedy planner's per_buffer_size() is 40 on both.
 ALLOCATION_RECORD = {32: 24, 64: 32}
@@ -50,8 +51,9 @@ def from_host(graph: Graph, host: Measured) -> Persistent:
 
 def estimate_persistent(graph: Graph, asked: Scratches) -> Persistent:
     """A rule from the model, for when no runtime can measure it."""
-    ends = sum(1 for t in graph.tensors if t.first in (0, graph.last_scope) and t.in_arena)
+    ends = sum(1 for t in graph.main_ends if graph.tensors[t].in_arena)
     total = len(graph.tensors) * EVAL_TENSOR + len(graph.operators) * NODE
+    total += (graph.subgraphs - 1) * SUBGRAPH_RECORD
     total += ends * TENSOR_RECORD + ALLOCATOR_OBJECTS + 8 * len(asked.buffers)
     for op in graph.operators:
         total += KERNEL_DATA
@@ -69,5 +71,5 @@ def estimate_arena(
     planned = sum(1 for t in graph.tensors if t.in_arena) + len(asked.buffers)
     requests = (len(asked.buffers) + REQUESTS_PER_OP) * SCRATCH_REQUEST[word_bits]
     temporary = records * ALLOCATION_RECORD[word_bits] + planned * PLANNER_RECORD + requests
-    temporary += SUBGRAPH_OFFSET[word_bits]
+    temporary += graph.subgraphs * SUBGRAPH_OFFSET[word_bits]
     return round_up(persistent + max(activations, round_up(temporary)))

@@ -20,6 +20,11 @@ from memplace.verify.report import Finding
 POOL_SECTION = ".memplace.pool."
 STACK_SECTION = ".memplace.stack."
 COPY_TABLE = ".memplace.copy_table"
+RELEASE_TABLE = ".memplace.release_table"
+RELEASE_TABLE_MAGIC = 0x4D504C43
+# The sections a core's layout places, by the part of the layout that holds each.
+LAYOUT_SECTIONS = {".vectors": "vectors", ".text": "code", ".ARM.exidx": "code", ".data": "data"}
+ROM_COPY = ("__memplace_rom_copy_load", "__memplace_rom_copy_run", "__memplace_rom_copy_size")
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,9 @@ class _CoreChecker:
                 findings += self._check_stack(stack)
         findings += self._check_sections()
         findings += self._check_copies()
+        findings += self._check_load_copies()
+        findings += self._check_release_table()
+        findings += self._check_rom_copy()
         return findings
 
     def _expected(self, memory: str, address: int) -> int:
@@ -289,10 +297,13 @@ class _CoreChecker:
         if table is None:
             return
         entries = {to: (source, size) for source, to, size in table if size}
+        # Vectors and code a releaser or the boot ROM copies are checked on their own.
+        others_copy = self.board.cores[self.core].layout.copy in ("releaser", "boot-rom")
         for section in self.image.sections:
             entry = entries.pop(section.address, None)
             if entry is None:
-                if section.copied:
+                boot_part = LAYOUT_SECTIONS.get(section.name) in ("vectors", "code")
+                if section.copied and not (others_copy and boot_part):
                     yield self.finding(
                         "load-copy",
                         subject_of(section.name),
@@ -314,6 +325,114 @@ class _CoreChecker:
                 f"the reset handler copies {size} bytes from 0x{source:08x} to "
                 f"0x{to:08x}, where the image has no section",
             )
+
+    def _run_memory(self, section: str) -> str | None:
+        """The memory the plan or the layout says `section` runs in; None if neither says."""
+        part = LAYOUT_SECTIONS.get(section)
+        if part is not None:
+            return str(getattr(self.board.cores[self.core].layout, part))
+        if section.startswith(POOL_SECTION):
+            pool = self.board.pools.get(section[len(POOL_SECTION) :])
+            return pool.memory if pool is not None else None
+        return None
+
+    def _check_load_copies(self) -> Iterator[Finding]:
+        """Every section that runs apart from its load copy: it runs in the memory its
+        layout or pool names, and the bytes programmed at its load address are its own."""
+        for section in self.image.sections:
+            if not section.copied:
+                continue
+            subject = subject_of(section.name)
+            memory = self._run_memory(section.name)
+            where = self.memories.get(memory) if memory else None
+            if where is not None and not where.holds(section.address, section.size):
+                yield self.finding(
+                    "load-copy",
+                    subject,
+                    f"{section.name} runs at [0x{section.address:08x}, 0x{section.end:08x}), "
+                    f"outside its run memory {memory}",
+                )
+            loaded = self.image.read_loaded(section.lma, section.size)
+            if loaded is not None and loaded != self.image.contents.get(section.name):
+                yield self.finding(
+                    "load-copy",
+                    subject,
+                    f"the bytes loaded at 0x{section.lma:08x} differ from {section.name}'s "
+                    f"contents: the copy would run something else",
+                )
+
+    def _check_release_table(self) -> Iterator[Finding]:
+        """An image its releaser copies names, in its release table, every section the
+        releaser must copy: from its load copy to its run address, whole, as the releaser
+        sees them."""
+        core = self.board.cores[self.core]
+        if core.layout.copy != "releaser" or core.release is None:
+            return
+        table = self.image.get_section(RELEASE_TABLE)
+        data = self.image.contents.get(RELEASE_TABLE, b"")
+        words = struct.unpack(f"<{len(data) // 4}I", data[: len(data) // 4 * 4])
+        if table is None or len(words) < 2 or words[0] != RELEASE_TABLE_MAGIC:
+            yield self.finding(
+                "load-copy",
+                RELEASE_TABLE,
+                f"the image has no release table for core {core.release.by} to copy it by",
+            )
+            return
+        entries = {(words[i], words[i + 1], words[i + 2]) for i in range(2, 2 + 3 * words[1], 3)}
+        by = core.release.by
+        for section in self.image.sections:
+            part = LAYOUT_SECTIONS.get(section.name)
+            if not section.copied or part not in ("vectors", "code"):
+                continue
+            load = self.board.memories[core.layout.load]
+            run = self.board.memories[getattr(core.layout, part)]
+            wanted = (
+                section.lma - load.address_for(self.core) + load.address_for(by),
+                section.address - run.address_for(self.core) + run.address_for(by),
+                section.size,
+            )
+            if wanted not in entries:
+                yield self.finding(
+                    "load-copy",
+                    section.name,
+                    f"core {by} never copies {section.name} ({section.size} bytes from "
+                    f"0x{wanted[0]:08x} to 0x{wanted[1]:08x} as it sees them): the release "
+                    f"table does not say so",
+                )
+
+    def _check_rom_copy(self) -> Iterator[Finding]:
+        """The block the boot ROM copies holds vectors and code, at one offset between
+        where they are loaded and where they run."""
+        layout = self.board.cores[self.core].layout
+        if layout.copy != "boot-rom":
+            return
+        symbols = [self.image.get_symbol(name) for name in ROM_COPY]
+        if any(symbol is None for symbol in symbols):
+            yield self.finding(
+                "load-copy", "boot-rom", f"the image lacks {', '.join(ROM_COPY)} for the boot ROM"
+            )
+            return
+        load, run, size = (symbol.address for symbol in symbols if symbol is not None)
+        for name, address, memory in (("load", load, layout.load), ("run", run, layout.code)):
+            if not self.memories[memory].holds(address, size):
+                yield self.finding(
+                    "load-copy",
+                    "boot-rom",
+                    f"the boot ROM's {name} block [0x{address:08x}, 0x{address + size:08x}) "
+                    f"is outside memory {memory}",
+                )
+        for section in self.image.sections:
+            if LAYOUT_SECTIONS.get(section.name) not in ("vectors", "code"):
+                continue
+            inside = run <= section.address and section.end <= run + size
+            if not inside or section.lma - load != section.address - run:
+                yield self.finding(
+                    "load-copy",
+                    section.name,
+                    f"the boot ROM copies [0x{load:08x}, 0x{load + size:08x}) to 0x{run:08x}, "
+                    f"which does not carry {section.name} from 0x{section.lma:08x} to "
+                    f"0x{section.address:08x}",
+                )
 
     def _copy_table(self) -> list[tuple[int, int, int]] | None:
         start = self.image.get_symbol("__memplace_copy_table_start")

@@ -87,6 +87,9 @@ class Image:
     symbols: tuple[Symbol, ...] = ()
     entry: int = 0
     contents: Mapping[str, bytes] = field(default_factory=dict)
+    # Each loadable segment's physical (load) address and the bytes its file part holds:
+    # what a loader or debugger programs.
+    segments: tuple[tuple[int, bytes], ...] = ()
 
     @classmethod
     def from_file(cls, path: Path) -> Image:
@@ -130,6 +133,7 @@ class Image:
             symbols=tuple(_symbols(elf)),
             entry=elf.header["e_entry"] & ~1,
             contents=contents,
+            segments=tuple((s["p_paddr"], s.data()) for s in segments if s["p_filesz"]),
         )
 
     def get_symbol(self, name: str) -> Symbol | None:
@@ -159,6 +163,14 @@ class Image:
             return None
         start = address - section.address
         return data[start : start + size]
+
+    def read_loaded(self, address: int, size: int) -> bytes | None:
+        """`size` bytes at load `address` as the image's segments program them; None if no
+        one segment holds them all."""
+        for start, data in self.segments:
+            if start <= address and address + size <= start + len(data):
+                return data[address - start : address - start + size]
+        return None
 
     def iter_functions(self) -> Iterator[Function]:
         """Every function, once per address, in address order; a symbol of size 0 reaches

@@ -1,0 +1,534 @@
+"""Model Library Format (MLF): the `.tar` archive TVM's `export_model_library_format` writes.
+
+What memplace reads from it (TVM 0.9-0.15, metadata versions 5-7):
+
+- `metadata.json`: the model's name (top level in version 5, under `modules` from 6 on),
+  its executor (AOT only: a graph executor needs TVM's runtime on the target), and the
+  `memory.functions.main` entry: `workspace_size_bytes`, `io_size_bytes`, and from
+  version 7 each input's and output's size and dtype;
+- `codegen/host/src/*.c`: the model's C code, compiled into the project; whether it calls
+  `TVMBackendAllocWorkspace` decides whether it gets a workspace arena;
+- `codegen/host/include/tvmgen_<name>.h`: the C interface (`interface-api=c`): the
+  members of `struct tvmgen_<name>_inputs/_outputs/_workspace_pools`, the parameters of
+  `tvmgen_<name>_run`, and the sizes of USMP's memory pools (`<POOL>_WORKSPACE_POOL_SIZE`,
+  `<POOL>_CONSTANT_POOL_SIZE` with its `_CONSTANT_POOL_DATA`); TVM writes pools there, not
+  in `metadata.json`;
+- `src/relay.txt` (version 5) or `src/<name>.relay`: the shapes and dtypes of the inputs
+  when the metadata does not give them;
+- `runtime/include/`: the standalone CRT's headers, when TVM put the CRT in the archive.
+
+The archive becomes a workload of one step, `run`, in which every buffer is live: each
+input and output, each USMP pool (pinned to the board pool of the same name, else placed
+as the board's scopes allow) and, for an archive whose operators take their workspace
+through `TVMBackendAllocWorkspace`, one dynamic buffer of the declared workspace size,
+which the generated C hands out through an arena.
+
+The archive is read in memory: nothing is unpacked to disk, and members that an unpacker
+would put outside its folder (absolute paths, `..`) or that are links or devices make the
+whole archive an input error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from memplace.errors import InputError
+from memplace.workload import Workload, WorkloadBuilder
+
+__all__ = ["ModelArchive", "Pool", "Tensor", "is_mlf", "read_mlf"]
+
+SUPPORTED_VERSIONS = (5, 6, 7)
+SUFFIXES = (".tar", ".tgz", ".tar.gz")
+STEP = "run"
+WORKSPACE = "tvm_workspace"
+# TVM's CRT aligns every workspace allocation to this many bytes (TVM_RUNTIME_ALLOC_ALIGNMENT).
+ALIGN = 16
+MAX_MEMBER = 64 << 20  # bytes of one member memplace reads into memory
+KEY = "MODEL"
+
+_DTYPE = re.compile(r"^(float|int|uint|bool)(\d+)$")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An input or output of the model: `name` is its member in TVM's C structs."""
+
+    name: str
+    size: int
+    dtype: str | None = None
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A USMP memory pool the application provides: `name` is its member of
+    `struct tvmgen_<model>_workspace_pools`; a constant pool comes with its bytes."""
+
+    name: str
+    kind: str  # "workspace" or "constant"
+    size: int
+    data: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class ModelArchive:
+    """What memplace needs of one MLF archive, read and checked."""
+
+    path: Path
+    version: int
+    model: str  # TVM's module name, e.g. "default"
+    workspace_size: int  # bytes taken through TVMBackendAllocWorkspace (0 when never called)
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    pools: tuple[Pool, ...]
+    run_parameters: tuple[str, ...]  # of tvmgen_<model>_run: inputs, outputs, workspace_pools
+    sources: Mapping[str, str] = field(repr=False)  # archive path -> text, codegen/host/src
+    headers: Mapping[str, str] = field(repr=False)  # archive path -> text, codegen/host/include
+    runtime_headers: Mapping[str, str] = field(repr=False)  # path below runtime/include -> text
+
+    @property
+    def prefix(self) -> str:
+        """TVM's C prefix of the model's names: tvmgen_<model>."""
+        return f"tvmgen_{_c_name(self.model)}"
+
+    @property
+    def workload_name(self) -> str:
+        """The workload's name: distinct from TVM's own `tvmgen_` names in the same image."""
+        return f"tvm_{_c_name(self.model)}"
+
+    @property
+    def interface(self) -> bool:
+        """Whether the archive has TVM's C interface header (`interface-api=c`)."""
+        return f"codegen/host/include/{self.prefix}.h" in self.headers
+
+    def workload(self, board_pools: Collection[str] = ()) -> Workload:
+        """The buffers the model needs, as a workload of one step. A USMP pool named like
+        one of `board_pools` is pinned to that pool."""
+        builder = WorkloadBuilder(self.workload_name, steps=[STEP], source=str(self.path))
+        for tensor in self.inputs:
+            builder.buffer(f"input_{tensor.name}", tensor.size, STEP)
+        for tensor in self.outputs:
+            builder.buffer(f"output_{tensor.name}", tensor.size, STEP)
+        for pool in self.pools:
+            scope = f"global.{pool.name}" if pool.name in board_pools else "global"
+            if pool.kind == "constant":
+                builder.constant(pool_buffer(pool), data=pool.data, scope=scope, align=ALIGN)
+            else:
+                builder.buffer(pool_buffer(pool), pool.size, STEP, scope=scope, align=ALIGN)
+        if self.workspace_size:
+            builder.buffer(WORKSPACE, self.workspace_size, STEP, align=ALIGN, dynamic=True)
+        try:
+            return builder.build()
+        except InputError as error:
+            raise InputError(f"{self.path}: {error.message}", key=error.key) from None
+
+
+def pool_buffer(pool: Pool) -> str:
+    """The workload buffer (or constant) that holds a USMP pool."""
+    return f"tvm_{pool.name}"
+
+
+def is_mlf(path: Path) -> bool:
+    """Whether `path` names an MLF archive (by its suffix) or an unpacked one (a folder
+    holding metadata.json)."""
+    return path.name.lower().endswith(SUFFIXES) or (path / "metadata.json").is_file()
+
+
+def read_mlf(path: Path) -> ModelArchive:
+    """The archive at `path` (or the folder it was unpacked in), checked; any problem is an
+    `InputError` naming it."""
+    if path.is_dir():
+        return _Reader(path, _read_folder(path)).read()
+    if not path.is_file():
+        raise InputError(f"no Model Library Format archive at {path}", key=KEY)
+    return _Reader(path, _read_members(path)).read()
+
+
+# The members memplace reads, by their path in the archive.
+_WANTED = re.compile(
+    r"^(metadata\.json|codegen/host/(src|include|lib)/[^/]+|src/[^/]+|"
+    r"runtime/include/(tvm/runtime|dlpack)/[^/]+\.h)$"
+)
+
+
+def _read_members(path: Path) -> dict[str, bytes]:
+    """The regular files of the archive that memplace reads, by normalised path."""
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            found: dict[str, bytes] = {}
+            for member in archive.getmembers():
+                name = _safe_name(path, member)
+                if name is None or not member.isfile() or not _WANTED.match(name):
+                    continue
+                _check_size(path, member.name, member.size)
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    found[name] = handle.read()
+    except tarfile.TarError:
+        raise InputError(
+            f"{path} is not a Model Library Format archive (a tar file, plain or compressed)",
+            key=KEY,
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}", key=KEY) from None
+    return found
+
+
+def _read_folder(root: Path) -> dict[str, bytes]:
+    """The files memplace reads of an unpacked archive: regular files inside `root` only,
+    so a link cannot pull in a file from elsewhere."""
+    found: dict[str, bytes] = {}
+    real_root = root.resolve()
+    for file in sorted(root.rglob("*")):
+        name = file.relative_to(root).as_posix()
+        if not _WANTED.match(name):
+            continue
+        if file.is_symlink() or not file.is_file() or real_root not in file.resolve().parents:
+            raise InputError(
+                f"{root}: {name} is a link or not a regular file; an MLF folder holds files "
+                "and folders only",
+                key=KEY,
+            )
+        _check_size(root, name, file.stat().st_size)
+        found[name] = file.read_bytes()
+    return found
+
+
+def _check_size(path: Path, name: str, size: int) -> None:
+    if size > MAX_MEMBER:
+        raise InputError(
+            f"{path}: member {name} holds {size} bytes, more than the {MAX_MEMBER} memplace reads",
+            key=KEY,
+        )
+
+
+def _safe_name(path: Path, member: tarfile.TarInfo) -> str | None:
+    """The member's path without its leading `./`; None for the archive's root. Members
+    that would land outside the folder they are unpacked in, links and devices are refused."""
+    pure = PurePosixPath(member.name)
+    if pure.is_absolute() or ".." in pure.parts or "\\" in member.name:
+        raise InputError(
+            f"{path}: member {member.name!r} would be unpacked outside the archive's folder",
+            key=KEY,
+        )
+    if not (member.isfile() or member.isdir()):
+        raise InputError(
+            f"{path}: member {member.name!r} is a link or a device; an MLF archive holds "
+            "files and folders only",
+            key=KEY,
+        )
+    parts = [part for part in pure.parts if part != "."]
+    return "/".join(parts) or None
+
+
+@dataclass
+class _Found:
+    """An input or output while its size and dtype are being found."""
+
+    name: str
+    size: int | None
+    dtype: str | None
+
+    def tensor(self) -> Tensor:
+        assert self.size is not None  # _fill_unknown_size leaves none unknown
+        return Tensor(self.name, self.size, self.dtype)
+
+
+class _Reader:
+    def __init__(self, path: Path, members: dict[str, bytes]) -> None:
+        self.path = path
+        self.members = members
+
+    def error(self, message: str) -> InputError:
+        return InputError(f"{self.path}: {message}", key=KEY)
+
+    def text(self, name: str) -> str:
+        try:
+            return self.members[name].decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.error(f"{name} is not UTF-8 text") from None
+
+    def read(self) -> ModelArchive:
+        metadata = self._metadata()
+        version = metadata["version"]
+        module = self._module(metadata, version)
+        model = self._string(module, "model_name")
+        self._check_executor(module)
+        main = self._main(module)
+        sources = self._code()
+        headers = self._texts("codegen/host/include/", ".h")
+        runtime = {
+            name.removeprefix("runtime/include/"): text
+            for name, text in self._texts("runtime/include/", ".h").items()
+        }
+        prefix = f"tvmgen_{_c_name(model)}"
+        header = headers.get(f"codegen/host/include/{prefix}.h", "")
+        pools = _pools(header, prefix, self)
+        inputs, outputs = self._tensors(main, header, prefix, model)
+        workspace = _integer(main.get("workspace_size_bytes", 0), "workspace_size_bytes", self)
+        return ModelArchive(
+            path=self.path,
+            version=version,
+            model=model,
+            workspace_size=workspace if _allocates(sources) else 0,
+            inputs=inputs,
+            outputs=outputs,
+            pools=pools,
+            run_parameters=_run_parameters(header, prefix, self),
+            sources=sources,
+            headers=headers,
+            runtime_headers=runtime,
+        )
+
+    def _metadata(self) -> dict[str, Any]:
+        """metadata.json, of a version memplace reads."""
+        if "metadata.json" not in self.members:
+            raise self.error("no metadata.json: not a Model Library Format archive")
+        try:
+            metadata = json.loads(self.text("metadata.json"))
+        except json.JSONDecodeError as exc:
+            raise self.error(f"metadata.json is not JSON: {exc}") from None
+        if not isinstance(metadata, dict):
+            raise self.error("metadata.json is not a JSON object")
+        version = metadata.get("version")
+        if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+            supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+            raise self.error(
+                f"metadata version {version!r} is not one memplace reads ({supported}: "
+                "what TVM 0.9 to 0.15 write)"
+            )
+        return metadata
+
+    def _texts(self, folder: str, suffix: str) -> dict[str, str]:
+        return {
+            name: self.text(name)
+            for name in sorted(self.members)
+            if name.startswith(folder) and name.endswith(suffix)
+        }
+
+    def _code(self) -> dict[str, str]:
+        """The model's C files; TVM's llvm target leaves object files, which are refused."""
+        sources = self._texts("codegen/host/src/", ".c")
+        if not sources:
+            objects = any(name.startswith("codegen/host/lib/") for name in self.members)
+            hint = " (it holds object files from TVM's llvm target: build with target c)"
+            raise self.error(f"no C code in codegen/host/src{hint if objects else ''}")
+        return sources
+
+    def _module(self, metadata: dict[str, Any], version: int) -> dict[str, Any]:
+        if version == 5:
+            return metadata
+        modules = metadata.get("modules")
+        if not isinstance(modules, dict) or not modules:
+            raise self.error(f"metadata version {version} lists its model under 'modules'")
+        if len(modules) > 1:
+            raise self.error(
+                f"the archive holds {len(modules)} models ({', '.join(sorted(modules))}); "
+                "memplace reads archives of one"
+            )
+        (module,) = modules.values()
+        if not isinstance(module, dict):
+            raise self.error("metadata.json: a module is a JSON object")
+        return module
+
+    def _string(self, data: dict[str, Any], key: str) -> str:
+        value = data.get(key)
+        if not isinstance(value, str) or not value:
+            raise self.error(f"metadata.json has no '{key}'")
+        return value
+
+    def _check_executor(self, module: dict[str, Any]) -> None:
+        style = module.get("style", "full-model")
+        if style != "full-model":
+            raise self.error(
+                f"an archive of style {style!r}; memplace reads whole models (full-model)"
+            )
+        executors = module.get("executors", module.get("runtimes", []))
+        if "aot" not in (executors or []):
+            raise self.error(
+                f"the model was built for the {', '.join(executors or ['unknown'])} executor; "
+                "memplace runs models built with the AOT executor (Executor('aot'))"
+            )
+
+    def _main(self, module: dict[str, Any]) -> dict[str, Any]:
+        memory = module.get("memory")
+        functions = memory.get("functions") if isinstance(memory, dict) else None
+        main = functions.get("main") if isinstance(functions, dict) else None
+        if not isinstance(main, list) or not main or not isinstance(main[0], dict):
+            raise self.error("metadata.json has no memory.functions.main entry")
+        # One entry per device; the model's C code runs on the CPU (device type 1).
+        return next((entry for entry in main if entry.get("device") == 1), main[0])
+
+    def _tensors(
+        self, main: dict[str, Any], header: str, prefix: str, model: str
+    ) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+        """The inputs and outputs, named by the C interface header (else the metadata),
+        sized and typed by the header, the metadata or the Relay text, whichever says."""
+        relay = _relay_inputs(self._relay(model))
+        found: dict[str, list[_Found]] = {}
+        for role in ("inputs", "outputs"):
+            declared = main.get(role)
+            infos = (
+                {_c_name(name): info for name, info in declared.items()}
+                if isinstance(declared, dict)
+                else {}
+            )
+            names = _struct_members(header, f"{prefix}_{role}") or list(infos)
+            if not names:
+                raise self.error(
+                    f"the archive names no {role}: it needs TVM's C interface header "
+                    f"codegen/host/include/{prefix}.h (build with interface-api=c)"
+                )
+            found[role] = [
+                self._found(name, infos.get(name), header, prefix, relay) for name in names
+            ]
+        self._fill_unknown_size(main, found["inputs"] + found["outputs"])
+        inputs, outputs = (tuple(f.tensor() for f in found[role]) for role in found)
+        return inputs, outputs
+
+    def _found(
+        self,
+        name: str,
+        info: Any,
+        header: str,
+        prefix: str,
+        relay: dict[str, tuple[int, str]],
+    ) -> _Found:
+        info = info if isinstance(info, dict) else {}
+        size = _macro(header, f"{prefix}_{name}_size".upper())
+        if size is None and "size" in info:
+            size = _integer(info["size"], f"{name}.size", self)
+        dtype = info.get("dtype") if isinstance(info.get("dtype"), str) else None
+        from_relay = relay.get(name)
+        if from_relay is not None:
+            size = from_relay[0] if size is None else size
+            dtype = dtype or from_relay[1]
+        return _Found(name, size, dtype)
+
+    def _fill_unknown_size(self, main: dict[str, Any], tensors: list[_Found]) -> None:
+        """Version 5 gives the total bytes of inputs and outputs only: one tensor of unknown
+        size takes what the others leave (and the model's one dtype, when it has one)."""
+        unknown = [tensor for tensor in tensors if tensor.size is None]
+        if not unknown:
+            return
+        total = main.get("io_size_bytes")
+        if len(unknown) > 1 or not isinstance(total, int):
+            names = ", ".join(tensor.name for tensor in unknown)
+            raise self.error(f"metadata.json gives no size for {names}")
+        (last,) = unknown
+        rest = total - sum(tensor.size or 0 for tensor in tensors)
+        if rest <= 0:
+            raise self.error(f"io_size_bytes ({total}) leaves no bytes for {last.name}")
+        last.size = rest
+        dtypes = {tensor.dtype for tensor in tensors if tensor.dtype is not None}
+        if last.dtype is None and len(dtypes) == 1:
+            last.dtype = dtypes.pop()
+
+    def _relay(self, model: str) -> str:
+        for name in ("src/relay.txt", f"src/{model}.relay"):
+            if name in self.members:
+                return self.text(name)
+        return ""
+
+
+def _allocates(sources: Mapping[str, str]) -> bool:
+    """Whether the model's code takes workspace at run time; with USMP it takes none, its
+    pools being the application's (or static arrays of its own, for internal pools)."""
+    return any("TVMBackendAllocWorkspace(" in text for text in sources.values())
+
+
+def _c_name(name: str) -> str:
+    """TVM's SanitizeName: every character that is not a letter or digit becomes `_`."""
+    return re.sub(r"[^0-9A-Za-z]", "_", name)
+
+
+def _integer(value: Any, key: str, reader: _Reader) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise reader.error(f"metadata.json: {key} is a byte count, not {value!r}")
+    return value
+
+
+def _struct_members(header: str, struct: str) -> list[str]:
+    match = re.search(rf"struct\s+{struct}\s*\{{([^}}]*)\}}", header)
+    return re.findall(r"void\s*\*\s*(\w+)\s*;", match[1]) if match else []
+
+
+def _macro(header: str, name: str) -> int | None:
+    match = re.search(rf"^#define\s+{name}\s+(\d+)\s*$", header, re.MULTILINE)
+    return int(match[1]) if match else None
+
+
+def _run_parameters(header: str, prefix: str, reader: _Reader) -> tuple[str, ...]:
+    match = re.search(rf"int32_t\s+{prefix}_run\s*\(([^)]*)\)", header)
+    if match is None:
+        return ()
+    kinds = tuple(re.findall(rf"struct\s+{prefix}_(\w+)\s*\*", match[1]))
+    unknown = [kind for kind in kinds if kind not in ("inputs", "outputs", "workspace_pools")]
+    if unknown:
+        raise reader.error(
+            f"{prefix}_run takes {', '.join(unknown)}; memplace runs models whose run "
+            "function takes inputs, outputs and workspace pools (no external devices)"
+        )
+    if "inputs" not in kinds:
+        raise reader.error(
+            "the model keeps its inputs and outputs inside its workspace pools "
+            "(usmp.use_workspace_io); memplace runs models that take them as arguments"
+        )
+    return kinds
+
+
+def _pools(header: str, prefix: str, reader: _Reader) -> tuple[Pool, ...]:
+    pools = []
+    for name in _struct_members(header, f"{prefix}_workspace_pools"):
+        stem = f"{prefix}_{name}".upper()
+        size = _macro(header, f"{stem}_WORKSPACE_POOL_SIZE")
+        if size is not None:
+            pools.append(Pool(name, "workspace", size))
+            continue
+        size = _macro(header, f"{stem}_CONSTANT_POOL_SIZE")
+        if size is None:
+            raise reader.error(f"the C interface header gives no size for pool {name}")
+        data = _constant_data(header, f"{stem}_CONSTANT_POOL_DATA")
+        if data is None or len(data) != size:
+            raise reader.error(
+                f"the C interface header's data of constant pool {name} is not {size} bytes"
+            )
+        pools.append(Pool(name, "constant", size, data))
+    return tuple(pools)
+
+
+def _constant_data(header: str, macro: str) -> bytes | None:
+    """The bytes of a `#define X \\` macro continued over lines of `0x..` values."""
+    lines = header.splitlines()
+    for index, line in enumerate(lines):
+        if re.match(rf"^#define\s+{macro}\b", line):
+            body = [line.split(macro, 1)[1]]
+            while body[-1].rstrip().endswith("\\") and index + 1 < len(lines):
+                index += 1
+                body.append(lines[index])
+            values = re.findall(r"0x([0-9A-Fa-f]{1,2})\b", " ".join(body))
+            return bytes(int(value, 16) for value in values)
+    return None
+
+
+def _relay_inputs(relay: str) -> dict[str, tuple[int, str]]:
+    """The tensor parameters of `@main` in Relay text: C name -> (bytes, dtype)."""
+    match = re.search(r"def @main\((.*?)\)\s*(->|\{)", relay, re.DOTALL)
+    if match is None:
+        return {}
+    found = {}
+    pattern = r"%([\w.:]+):\s*Tensor\[\(([\d,\s]*)\),\s*(\w+)\]"
+    for name, shape, dtype in re.findall(pattern, match[1]):
+        kind = _DTYPE.match(dtype)
+        if kind is None:
+            continue
+        count = 1
+        for extent in filter(None, (part.strip() for part in shape.split(","))):
+            count *= int(extent)
+        found[_c_name(name)] = ((count * int(kind[2]) + 7) // 8, dtype)
+    return found
