@@ -34,9 +34,9 @@ from memplace.project_api import (
     TransportClosedError,
     UnsupportedTVMVersionError,
 )
-from memplace.project_api import server as protocol
+from memplace.project_api.carried import server as protocol
+from memplace.project_api.carried.server import MAX_READ, MAX_TIMEOUT, error_from_json
 from memplace.project_api.handler import MemplaceHandler, describe, make_server
-from memplace.project_api.server import MAX_READ, MAX_TIMEOUT, error_from_json
 from memplace.resources import demo_workload
 from memplace.scopes import valid_scopes
 
@@ -125,7 +125,7 @@ def test_server_info_describes_the_template_board(api: Client, board: Board) -> 
     data = board.to_data()
     assert info["platform_name"] == "memplace"
     assert info["is_template"] is True
-    assert info["model_library_format_path"] is None
+    assert info["model_library_format_path"] == ""  # TVM's value for a template
     assert info["protocol_version"] == 1
     assert info["board"] == BOARD
     assert info["memories"] == data["memories"]
@@ -149,7 +149,9 @@ def test_project_options_are_served_from_the_declarations(api: Client) -> None:
         "help": "erase the whole chip before programming",
     }
     board = next(o for o in served if o["name"] == "board")
-    assert board["required"] == ["generate_project"] and board["default"] == BOARD
+    # With a default it is not required: tvmc insists on every required option.
+    assert board["required"] is None and board["default"] == BOARD
+    assert board["optional"] == ["generate_project"]
 
 
 def test_a_server_without_a_board_describes_none() -> None:
@@ -185,16 +187,27 @@ def test_lines_that_are_not_json_are_parse_errors(
 @pytest.mark.parametrize(
     ("request_", "message"),
     [
-        (5, "a request is a JSON object, not a number"),
-        ("build", "a request is a JSON object, not a string"),
-        (None, "a request is a JSON object, not null"),
-        ({"method": "build", "id": 1}, '"jsonrpc" must be "2.0", not None'),
-        ({"jsonrpc": "1.0", "method": "build", "id": 1}, '"jsonrpc" must be "2.0"'),
-        ({"jsonrpc": "2.0", "method": 7, "id": 1}, '"method" must be a string, not a number'),
-        ({"jsonrpc": "2.0", "id": 1}, '"method" must be a string, not null'),
-        ({"jsonrpc": "2.0", "method": "build", "id": {"a": 1}}, '"id" must be a string'),
-        ({"jsonrpc": "2.0", "method": "build", "id": True}, '"id" must be a string'),
-        ({"jsonrpc": "2.0", "method": "build", "id": 1, "params": "x"}, '"params" must be'),
+        # TVM's wording (tvm.micro.project_api.server)
+        (5, "request: want dict; got 5"),
+        ("build", "request: want dict; got 'build'"),
+        (None, "request: want dict; got None"),
+        ({"method": "build", "id": 1}, 'request["jsonrpc"]: want "2.0"; got None'),
+        ({"jsonrpc": "1.0", "method": "build", "id": 1}, 'request["jsonrpc"]: want "2.0"'),
+        ({"jsonrpc": "2.0", "method": 7, "id": 1}, 'request["method"]: want str; got 7'),
+        ({"jsonrpc": "2.0", "id": 1}, 'request["method"]: want str; got None'),
+        (
+            {"jsonrpc": "2.0", "method": "bar!", "id": 1},
+            "request[\"method\"]: should match regex ^[a-zA-Z0-9_]+$; got 'bar!'",
+        ),
+        (
+            {"jsonrpc": "2.0", "method": "build", "id": {"a": 1}},
+            'request["id"]: want str, number, null; got {',
+        ),
+        ({"jsonrpc": "2.0", "method": "build", "id": True}, 'request["id"]: want str, number'),
+        (
+            {"jsonrpc": "2.0", "method": "build", "id": 1, "params": "x"},
+            "request[\"params\"]: want dict; got <class 'str'>",
+        ),
         ([], "an empty batch is not a request"),
     ],
 )
@@ -212,15 +225,20 @@ def test_an_unknown_method_is_method_not_found(fake_client: Client) -> None:
     reply = fake_client.raw(_line(method="erase_everything", id="x1"))
     assert reply["id"] == "x1"
     assert _error(reply)["code"] == -32601
-    assert _error(reply)["message"].startswith("no method 'erase_everything'; methods: ")
+    assert _error(reply)["message"].startswith("erase_everything: no such method; methods: ")
 
 
 @pytest.mark.parametrize(
     ("method", "params", "message"),
     [
-        ("read_transport", {"timeout_sec": 1}, "read_transport: parameter n is missing"),
-        ("read_transport", {"n": "4", "timeout_sec": 1}, "parameter n must be a positive"),
-        ("read_transport", {"n": True, "timeout_sec": 1}, "parameter n must be a positive"),
+        ("read_transport", {"timeout_sec": 1}, "method read_transport: parameter n not given"),
+        (
+            "read_transport",
+            {"n": "4", "timeout_sec": 1},
+            "method read_transport: parameter n: want <class 'int'>, got <class 'str'> "
+            "(n is a positive integer, got '4')",
+        ),
+        ("read_transport", {"n": True, "timeout_sec": 1}, "n is a positive integer, got True"),
         ("read_transport", {"n": 0, "timeout_sec": 1}, "read_transport: n is from 1 to 16777216"),
         ("read_transport", {"n": 2**24 + 1, "timeout_sec": 1}, "(bytes), got 16777217"),
         ("read_transport", {"n": 2**45, "timeout_sec": 1}, "(bytes), got 35184372088832"),
@@ -234,10 +252,10 @@ def test_an_unknown_method_is_method_not_found(fake_client: Client) -> None:
         ("read_transport", {"n": 4, "timeout_sec": 1e300}, "wait without limit; got 1e+300"),
         ("read_transport", {"n": 4, "timeout_sec": 10**400}, "timeout_sec is from 0 to 86400"),
         ("write_transport", {"data": "", "timeout_sec": 1e300}, "timeout_sec is from 0 to 86400"),
-        ("read_transport", {"n": 4, "timeout_sec": "soon"}, "parameter timeout_sec must be"),
+        ("read_transport", {"n": 4, "timeout_sec": "soon"}, "parameter timeout_sec: want secon"),
         ("write_transport", {"data": "~~~~", "timeout_sec": 1}, "data is not Base85"),
-        ("build", {"options": {}, "verbose": True}, "build: unexpected parameter verbose"),
-        ("build", {"options": []}, "parameter options must be an object of project options"),
+        ("build", {"options": {}, "verbose": True}, "build: extra parameters: verbose"),
+        ("build", {"options": []}, "want <class 'dict'>, got <class 'list'>"),
         ("build", [{}, {}], "build takes 1 parameters, got 2"),
         ("flash", {"options": {"erase": "maybe"}}, "flash: option erase: expected a bool"),
         ("flash", {"options": {"frequency": "fast"}}, "option frequency: expected an integer"),
@@ -250,8 +268,8 @@ def test_an_unknown_method_is_method_not_found(fake_client: Client) -> None:
                 "project_dir": "p",
                 "options": {"board": "b", "project_type": "firmware"},
             },
-            "option project_type: 'firmware' is not one of: aot_standalone_demo, app, exerciser, "
-            "library",
+            "option project_type: 'firmware' is not one of: aot_standalone_demo, app, "
+            "exerciser, host_driven, library",
         ),
         ("generate_project", {"project_dir": "p", "options": {}}, "model_library_format_path"),
     ],
@@ -281,12 +299,16 @@ def test_params_by_position(fake_client: Client, fake: FakeHandler) -> None:
     assert fake.calls[-1][1][:2] == (Path("m.yaml"), Path("p"))
 
 
-def test_a_notification_is_carried_out_and_not_answered(
+def test_a_request_without_id_is_answered_with_a_null_id_as_tvm_does(
     fake_client: Client, fake: FakeHandler
 ) -> None:
-    assert fake_client.raw(_line(method="build", params={"options": {}})) is None
-    assert fake.calls == [("build", {})]
-    assert fake_client.raw(_line(method="no_such_method")) is None
+    assert fake_client.raw(_line(method="build", params={"options": {}})) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "result": None,
+    }
+    assert [name for name, _ in fake.calls] == ["build"]
+    assert _error(fake_client.raw(_line(method="no_such_method")))["code"] == -32601
 
 
 def test_a_batch_is_answered_by_a_batch(fake_client: Client) -> None:
@@ -297,23 +319,23 @@ def test_a_batch_is_answered_by_a_batch(fake_client: Client) -> None:
         {"jsonrpc": "2.0", "method": "nope", "id": 2},
     ]
     replies = fake_client.raw(json.dumps(batch).encode())
-    assert [r["id"] for r in replies] == [1, None, 2]
-    assert "result" in replies[0]
-    assert [r["error"]["code"] for r in replies[1:]] == [-32600, -32601]
-    only_notifications = [{"jsonrpc": "2.0", "method": "build", "params": {"options": {}}}]
-    assert fake_client.raw(json.dumps(only_notifications).encode()) is None
+    assert [r["id"] for r in replies] == [1, None, None, 2]
+    assert "result" in replies[0] and "result" in replies[1]
+    assert [r["error"]["code"] for r in replies[2:]] == [-32600, -32601]
 
 
-def test_a_bug_in_the_handler_is_an_internal_error_with_its_traceback(fake: FakeHandler) -> None:
+def test_a_bug_in_the_handler_is_a_server_error_with_its_traceback_as_tvm_sends(
+    fake: FakeHandler,
+) -> None:
     def broken(options: dict[str, Any]) -> Any:
         raise RuntimeError("the handler is broken")
 
     fake.build = broken  # type: ignore[method-assign]
     api = Client.in_memory(Server(fake, project_options.OPTIONS))
-    with pytest.raises(InternalError) as caught:
+    with pytest.raises(RemoteError) as caught:
         api.build()
-    assert caught.value.code == -32603
-    assert str(caught.value) == "internal error in build: RuntimeError: the handler is broken"
+    assert caught.value.code == -32000  # TVM's plain ServerError, named by the call
+    assert str(caught.value) == "calling method build: RuntimeError: the handler is broken"
     assert "Traceback" in caught.value.data["traceback"]
     assert api.flash({}) == {  # and it keeps serving
         "runner": None,
@@ -415,8 +437,8 @@ def test_option_values_that_do_not_convert(type_: str, value: Any, message: str)
 
 
 def test_an_option_declared_wrongly_is_refused() -> None:
-    with pytest.raises(ValueError, match="type 'list' is not one of"):
-        ProjectOption("x", "list", "no")
+    with pytest.raises(ValueError, match="type 'dict' is not one of"):
+        ProjectOption("x", "dict", "no")
     with pytest.raises(ValueError, match="'close_transport' takes no options"):
         ProjectOption("x", "str", "no", optional=("close_transport",))
 
@@ -426,7 +448,18 @@ def test_every_method_gets_its_options_converted_and_others_let_through(
 ) -> None:
     # microTVM sends every option to every method: build ignores flash's options.
     fake_client.build({"erase": "not even a bool", "board": "x"})
-    assert fake.calls[-1] == ("build", {})
+    assert fake.calls[-1] == (
+        "build",
+        {
+            "verbose": False,
+            "warning_as_error": False,
+            "compile_definitions": None,
+            "cmsis_path": None,
+        },
+    )
+    fake_client.build({"compile_definitions": "-DA=1 -DB", "verbose": "true"})
+    assert fake.calls[-1][1]["compile_definitions"] == ["-DA=1", "-DB"]
+    assert fake.calls[-1][1]["verbose"] is True
     fake_client.flash({"erase": "false", "frequency": "4000000", "project_type": "app"})
     assert fake.calls[-1][1]["erase"] is False
     assert fake.calls[-1][1]["frequency"] == 4_000_000
@@ -456,7 +489,11 @@ def test_command_line_flags_come_from_the_declarations(
     with pytest.raises(SystemExit):
         main([command, "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    wanted = [name for name in project_options.accepted_by(method) if name != "board"]
+    wanted = [
+        name
+        for name in project_options.accepted_by(method)
+        if name != "board" and name not in project_options.BUILD_SETTINGS
+    ]
     if command == "check":  # check generates in a scratch folder of its own
         wanted = [name for name in wanted if name not in ("pool_storage", "extra_files_tar")]
     if command == "generate":
@@ -503,11 +540,20 @@ def test_generate_project_refuses_an_existing_folder(api: Client, tmp_path: Path
     }
 
 
-def test_generate_project_names_a_missing_model_library_format_archive(
-    api: Client, tmp_path: Path
-) -> None:
-    with pytest.raises(RemoteError, match=r"no Model Library Format archive at .*model\.tar"):
+def test_generate_project_says_when_the_model_is_missing(api: Client, tmp_path: Path) -> None:
+    with pytest.raises(RemoteError) as caught:
         api.generate_project(tmp_path / "model.tar", "p", {})
+    assert str(caught.value) == (
+        f"InputError: model_library_format_path: no such file: {tmp_path / 'model.tar'}"
+    )
+    assert not (tmp_path / "p").exists()
+
+
+def test_generate_project_refuses_host_driven_saying_why(api: Client, tmp_path: Path) -> None:
+    with pytest.raises(RemoteError) as caught:
+        api.generate_project(demo_workload(), tmp_path / "p", {"project_type": "host_driven"})
+    assert caught.value.data["key"] == "project_type"
+    assert "needs TVM's RPC server in the firmware" in caught.value.data["message"]
     assert not (tmp_path / "p").exists()
 
 
@@ -686,3 +732,11 @@ def test_file_system_errors_travel_by_class_name(api: Client, tmp_path: Path) ->
         api.generate_project(demo_workload(), "taken/p", {})
     assert caught.value.name == "NotADirectoryError"
     assert caught.value.data["errno"] == 20 and "taken" in caught.value.data["message"]
+
+
+def test_the_exit_codes_a_server_sends_are_those_of_the_memplace_command() -> None:
+    from memplace import errors
+
+    assert {name: getattr(errors, name).exit_code for name in protocol.EXIT_CODES} == (
+        protocol.EXIT_CODES
+    )

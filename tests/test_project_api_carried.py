@@ -19,6 +19,7 @@ import pytest
 from memplace import workflow
 from memplace.board import load_board
 from memplace.cli import main
+from memplace.codegen.server import CARRIED_DIR, PACKAGE, SCRIPT, carried_modules
 from memplace.importers import load_workload
 from memplace.layout import MANIFEST
 from memplace.options import OPTIONS, with_defaults
@@ -29,15 +30,16 @@ from memplace.project_api import (
     RemoteError,
     ServerProcess,
     TransportClosedError,
-    processes,
 )
-from memplace.project_api.carry import CARRIED, PACKAGE, SCRIPT, board_info
-from memplace.project_api.standalone import DESCRIPTION, EMULATOR
+from memplace.project_api.carried import processes
+from memplace.project_api.carried.standalone import DESCRIPTION, EMULATOR
+from memplace.project_api.carry import board_info
 from memplace.resources import data_dir, demo_workload
 from memplace.runners import QemuRunner
 from test_project_api_process import SMALL_WORKLOAD
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / "plugin" / "memplace" / "project_api"
+PACKAGE_DIR = CARRIED_DIR
+CARRIED = carried_modules()
 BOARD = "qemu-mps3-an547"
 REPLY_TIMEOUT = 120.0  # a build may take a while on a busy machine
 
@@ -106,6 +108,77 @@ def test_the_carried_modules_import_only_the_standard_library_and_each_other() -
                     assert rest in carried, (name, module)
                     continue
                 assert top == "__future__" or top in sys.stdlib_module_names, (name, module)
+
+
+# Names whose `X | Y` or `X[...]` outside an annotation needs Python 3.9 or 3.10 at run
+# time (vermin does not look for these; `from __future__ import annotations` makes the
+# same forms fine inside annotations).
+_BUILTIN_GENERICS = {"dict", "list", "tuple", "set", "frozenset", "type"}
+_TYPE_NAMES = _BUILTIN_GENERICS | {"int", "float", "str", "bytes", "bool", "Path", "None"}
+
+
+def _newer_than_python_3_8(path: Path) -> list[str]:
+    """What in `path` Python 3.8 cannot run: vermin's verdict (syntax, and library calls
+    such as `zip(strict=...)`), and type expressions evaluated at run time."""
+    vermin = Path(sys.executable).parent / "vermin"
+    done = subprocess.run(
+        [str(vermin), "-t=3.8-", "--no-tips", "--violations", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    found = [] if done.returncode == 0 else [done.stdout.strip()]
+    tree = ast.parse(path.read_text())
+    generics = _BUILTIN_GENERICS | {  # collections.abc's are generic from 3.9 on, typing's not
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "collections.abc"
+        for alias in node.names
+    }
+    in_annotations: set[int] = set()
+    for node in ast.walk(tree):
+        notes = [getattr(node, "returns", None), getattr(node, "annotation", None)]
+        for note in filter(None, notes):
+            in_annotations |= {id(inner) for inner in ast.walk(note)}
+    for node in ast.walk(tree):
+        if id(node) in in_annotations:
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            sides = [ast.unparse(side) for side in (node.left, node.right)]
+            if any(side.split("[")[0] in _TYPE_NAMES for side in sides):
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value) in generics:
+            found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_carried_modules_run_on_python_3_8() -> None:
+    """TVM 0.10 to 0.15 run a project's server with their own Python, 3.8 at the oldest."""
+    paths = [PACKAGE_DIR / name for name in (*CARRIED, "__init__.py")]
+    paths.append(data_dir("firmware_templates") / PACKAGE / SCRIPT)
+    paths.append(data_dir("firmware_templates") / PACKAGE / "template_server.py")
+    assert [problem for path in paths for problem in _newer_than_python_3_8(path)] == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "match x:\n    case 1:\n        pass\n",
+        "with (open('a') as a, open('b') as b):\n    pass\n",
+        "pairs = zip(a, b, strict=True)\n",
+        "ok = isinstance(x, int | str)\n",
+        "Alias = dict[str, int]\n",
+        "from collections.abc import Callable\nHandler = Callable[[int], int]\n",
+    ],
+)
+def test_the_python_3_8_check_catches_newer_code(tmp_path: Path, code: str) -> None:
+    """Annotations may use the new forms (they are never evaluated); run-time code not."""
+    path = tmp_path / "newer.py"
+    fine = "from __future__ import annotations\n\n\ndef f(x: int | None) -> dict[str, int]:\n"
+    fine += "    return {}\n"
+    path.write_text(f"{fine}\n\n{code}")
+    assert _newer_than_python_3_8(path) != []
+    path.write_text(fine)
+    assert _newer_than_python_3_8(path) == []
 
 
 def test_a_generated_project_carries_its_server(tmp_path: Path) -> None:

@@ -272,3 +272,49 @@ def test_serve_ends_when_the_client_closes_its_end(tmp_path: Path) -> None:
         assert main(["serve", "--read-fd", str(requests_in), "--write-fd", str(replies_out)]) == 0
     finally:
         os.close(replies_in)
+
+
+def test_the_server_a_client_starts_runs_through_the_process_wrapper(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Logged with its quoted argv, in a session of its own (killed with its children),
+    and set to die with us (PR_SET_PDEATHSIG: the kernel's parent-death signal)."""
+    caplog.set_level("INFO", logger="memplace.process")
+    started = ServerProcess([*SERVE, "--board", BOARD], timeout=REPLY_TIMEOUT)
+    try:
+        assert started.client.server_info_query()["board"] == BOARD
+        pid = started.process.pid
+        assert os.getsid(pid) == pid
+        status = Path(f"/proc/{pid}/status").read_text()
+        assert status  # alive; the death signal is not in /proc, the kill test below is
+        logged = [r.getMessage() for r in caplog.records if r.name == "memplace.process"]
+        assert any(m.startswith("starting: ") and "serve --board" in m for m in logged)
+    finally:
+        assert started.close() == 0
+
+
+def test_a_server_whose_client_dies_ends_too(tmp_path: Path) -> None:
+    """A client process killed outright leaves no server behind."""
+    script = (
+        "import os, sys, time\n"
+        "from memplace.project_api import ServerProcess\n"
+        f"s = ServerProcess({[*SERVE, '--board', BOARD]!r}, timeout=60)\n"
+        "s.client.server_info_query()\n"
+        "print(s.process.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    client = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert client.stdout is not None
+    server = int(client.stdout.readline())
+    client.kill()
+    client.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{server}").exists():
+        status = Path(f"/proc/{server}/status").read_text(errors="replace")
+        if "State:\tZ" in status:
+            break
+        time.sleep(0.1)
+    alive = Path(f"/proc/{server}").exists() and "State:\tZ" not in Path(
+        f"/proc/{server}/status"
+    ).read_text(errors="replace")
+    assert not alive

@@ -16,10 +16,12 @@ import pytest
 from memplace import process
 from memplace.errors import ToolError
 from memplace.project_api import IoTimeoutError, TransportClosedError
-from memplace.project_api.server import MAX_READ
-from memplace.project_api.transport import ConsoleTransport
+from memplace.project_api.carried.server import MAX_READ
+from memplace.project_api.carried.transport import ConsoleTransport
 
-PROTOCOL = Path(__file__).resolve().parent.parent / "plugin" / "memplace" / "project_api"
+PROTOCOL = (
+    Path(__file__).resolve().parent.parent / "plugin" / "memplace" / "project_api" / "carried"
+)
 
 
 @pytest.fixture
@@ -112,7 +114,7 @@ def test_a_copy_of_the_protocol_serves_without_memplace(tmp_path: Path) -> None:
     package = tmp_path / "carried"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    for name in ("server.py", "client.py"):
+    for name in ("server.py", "client.py", "processes.py"):
         shutil.copy(PROTOCOL / name, package / name)
     script = """
 import sys

@@ -1,53 +1,27 @@
-"""Configuring and building a generated project with CMake and Ninja."""
+"""Configuring and building a generated project with CMake and Ninja.
+
+The steps are `memplace.project_api.carried.build`, the standard-library routine a
+generated project's own server runs too; this holds the folder for the build and adds
+memplace's install hints and error class."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from memplace import process
-from memplace.errors import ToolError
-from memplace.layout import BUILD_DIR
+from memplace.errors import InputError
 from memplace.project import locked
+from memplace.project_api.carried import build as steps
+from memplace.project_api.carried.build import BuildSettings
 
-TIMEOUT = 600.0
-
-
-def build(folder: Path) -> str:
-    """Configure (once) and build the project in `folder`; returns the build's output.
-    The folder is held for the build (`project.locked`)."""
-    with locked(folder):
-        return _build(folder)
+__all__ = ["BuildSettings", "build"]
 
 
-def _build(folder: Path) -> str:
-    cmake = process.find_tool("cmake")
-    process.find_tool("arm-none-eabi-gcc")
-    build_dir = folder / BUILD_DIR
-    output = ""
-    if not (build_dir / "CMakeCache.txt").is_file():
-        ninja = process.find_tool("ninja")
-        configure = process.run(
-            [
-                cmake,
-                "-S",
-                str(folder),
-                "-B",
-                str(build_dir),
-                "-G",
-                "Ninja",
-                f"-DCMAKE_MAKE_PROGRAM={ninja}",
-            ],
-            timeout=TIMEOUT,
-        )
-        output += configure.output
-        if configure.returncode != 0:
-            raise ToolError(f"CMake could not configure {folder}:\n{_tail(configure.output)}")
-    result = process.run([cmake, "--build", str(build_dir)], timeout=TIMEOUT)
-    output += result.output
-    if result.returncode != 0:
-        raise ToolError(f"the build of {folder} failed:\n{_tail(result.output)}")
-    return output
-
-
-def _tail(text: str, lines: int = 30) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+def build(folder: Path, settings: BuildSettings | None = None) -> str:
+    """Configure (when needed) and build the project in `folder`; returns the build's
+    output. The folder is held for the build (`project.locked`)."""
+    with locked(folder), process.as_memplace_errors():
+        try:
+            return steps.build(folder, settings, process.find_tool)
+        except steps.SettingError as exc:
+            raise InputError(str(exc), key=exc.key) from None

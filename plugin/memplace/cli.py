@@ -25,7 +25,7 @@ from memplace.planner.explain import explain
 from memplace.planner.model import Plan
 from memplace.planner.render_svg import render_svg, render_text
 from memplace.project import Project
-from memplace.project_api.server import TERMINATING
+from memplace.project_api.carried.server import TERMINATING
 from memplace.runners import FlashRequest
 from memplace.schema import SCHEMAS
 from memplace.verify import Report, RunLog, load_hints, verify, write_reports
@@ -332,7 +332,21 @@ def _build_parser() -> argparse.ArgumentParser:
         "--board", help="board this server is a template for (bundled name or board file)"
     )
     serve.add_argument("--project", type=Path, metavar="DIR", help="serve a generated project")
+    serve.add_argument(  # where TVM puts it, after the pipes; `memplace --debug` works too
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="log debug detail"
+    )
     serve.set_defaults(handler=_serve)
+
+    template = commands.add_parser(
+        "template",
+        help="write a template project folder for microTVM "
+        "(TemplateProject.from_directory, tvmc micro create-project)",
+    )
+    template.add_argument("board", metavar="BOARD", help="bundled board name or board file")
+    template.add_argument(
+        "--out", type=folder_to_write, required=True, metavar="DIR", help="new or empty folder"
+    )
+    template.set_defaults(handler=_template)
 
     module = commands.add_parser(
         "cmake-module", help="print the path of memplace.cmake, for include() in CMake"
@@ -617,6 +631,14 @@ def _serve(args: argparse.Namespace) -> int:
         return serve(args.read_fd, args.write_fd, args.board, args.project)
     finally:
         logger.setLevel(level)
+
+
+def _template(args: argparse.Namespace) -> int:
+    from memplace.project_api.template import write_template
+
+    write_template(args.board, args.out)
+    print(f"wrote the memplace template for board {args.board} to {args.out}")
+    return 0
 
 
 def _cmake_module(args: argparse.Namespace) -> int:

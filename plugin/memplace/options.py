@@ -14,11 +14,16 @@ from typing import Any
 
 from memplace.codegen import POOL_STORAGE, PROJECT_TYPES
 from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM
-from memplace.project_api.server import ProjectOption
+from memplace.project_api.carried.server import ProjectOption
 from memplace.runners import RUNNERS
 
 _GENERATE = ("generate_project",)
 _FLASH = ("flash",)
+_BUILD = ("generate_project", "build")  # TVM sends them to both; the build reads them
+# TVM's project types: `aot_standalone_demo` runs the model once and reports (the Model
+# Library Format firmware); `host_driven` needs TVM's RPC server in the firmware, which
+# memplace's firmware does not carry: generate_project refuses it, saying so.
+TVM_PROJECT_TYPES = ("aot_standalone_demo", "host_driven")
 
 OPTIONS: tuple[ProjectOption, ...] = (
     ProjectOption(
@@ -32,7 +37,7 @@ OPTIONS: tuple[ProjectOption, ...] = (
         "str",
         "what the project runs: the exerciser, the user's app, or the glue only (library)",
         default="exerciser",
-        choices=tuple(sorted(PROJECT_TYPES)),
+        choices=tuple(sorted({*PROJECT_TYPES, *TVM_PROJECT_TYPES})),
         optional=_GENERATE,
     ),
     ProjectOption(
@@ -63,6 +68,34 @@ OPTIONS: tuple[ProjectOption, ...] = (
         "tar archive unpacked into the new project; members that would land outside it, "
         "links and files that would replace generated ones are refused",
         optional=_GENERATE,
+    ),
+    ProjectOption(
+        "verbose",
+        "bool",
+        "build with verbose output: every command the build runs, logged by the server",
+        default=False,
+        optional=_BUILD,
+    ),
+    ProjectOption(
+        "warning_as_error",
+        "bool",
+        "treat compiler warnings as errors in the build",
+        default=False,
+        optional=_BUILD,
+    ),
+    ProjectOption(
+        "compile_definitions",
+        "list",
+        "extra definitions for the compiler, as TVM sends them: -DNAME or -DNAME=VALUE "
+        "strings (a list, or text split as a shell does)",
+        optional=_BUILD,
+    ),
+    ProjectOption(
+        "cmsis_path",
+        "path",
+        "root of a CMSIS checkout; the build gets it as the CMake variable CMSIS_PATH, for "
+        "projects whose code includes CMSIS headers",
+        optional=_BUILD,
     ),
     ProjectOption(
         "runner",
@@ -101,6 +134,9 @@ OPTIONS: tuple[ProjectOption, ...] = (
 )
 
 BY_NAME: dict[str, ProjectOption] = {option.name: option for option in OPTIONS}
+# TVM's common options that set how the Project API builds (`carried.build.settings_from`);
+# the command line has no flags for them.
+BUILD_SETTINGS = ("verbose", "warning_as_error", "compile_definitions", "cmsis_path")
 
 
 def accepted_by(method: str) -> list[str]:
@@ -109,11 +145,19 @@ def accepted_by(method: str) -> list[str]:
 
 
 def with_defaults(**defaults: Any) -> tuple[ProjectOption, ...]:
-    """The options with some defaults set at run time (`memplace serve --board`)."""
+    """The options with some defaults set at run time (`memplace serve --board`). An
+    option given a default is no longer required: TVM's tools insist on required ones."""
     return tuple(
-        replace(option, default=defaults[option.name]) if option.name in defaults else option
+        _defaulted(option, defaults[option.name]) if option.name in defaults else option
         for option in OPTIONS
     )
+
+
+def _defaulted(option: ProjectOption, default: Any) -> ProjectOption:
+    if default is None:
+        return option
+    optional = (*option.required, *option.optional)
+    return replace(option, default=default, required=(), optional=optional)
 
 
 def flag(name: str) -> str:

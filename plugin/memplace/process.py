@@ -1,9 +1,9 @@
 """The one way memplace runs another program: an argv list, logged, with a timeout, and
 killed with all its children when it overruns or memplace is interrupted.
 
-The mechanics are `memplace.project_api.processes`, the standard-library module a generated
-project's own server carries too; this adds the install hints and memplace's error class
-(exit code 3)."""
+The mechanics are `memplace.project_api.carried.processes`, the standard-library module a
+generated project's own server carries too; this adds the install hints and memplace's
+error class (exit code 3)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,23 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from memplace.errors import ToolError
-from memplace.project_api import processes
-from memplace.project_api.processes import Running
+from memplace.project_api.carried import processes
+from memplace.project_api.carried.processes import Launched, Running
 
-__all__ = ["INSTALL_HINTS", "Completed", "Running", "find_tool", "run", "start"]
+__all__ = [
+    "INSTALL_HINTS",
+    "Completed",
+    "Launched",
+    "Running",
+    "as_memplace_errors",
+    "find_tool",
+    "launch",
+    "run",
+    "start",
+]
 
 INSTALL_HINTS = {
     "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
@@ -37,7 +48,8 @@ class Completed:
 
 
 @contextlib.contextmanager
-def _as_memplace_errors() -> Iterator[None]:
+def as_memplace_errors() -> Iterator[None]:
+    """Turns the carried modules' `ToolError` into memplace's own."""
     try:
         yield
     except processes.ToolError as exc:
@@ -51,13 +63,13 @@ def _hint(program: str) -> str | None:
 def find_tool(name: str) -> str:
     """The path of tool `name`: beside the running Python first (a virtual environment's
     bin holds cmake and ninja from PyPI), then on PATH."""
-    with _as_memplace_errors():
+    with as_memplace_errors():
         return processes.find_tool(name, _hint(name))
 
 
 def run(argv: list[str], timeout: float, cwd: Path | None = None) -> Completed:
     """Run `argv` to completion; stdout and stderr come back together as text."""
-    with _as_memplace_errors():
+    with as_memplace_errors():
         returncode, output = processes.run(argv, timeout, cwd, _hint(argv[0]))
     return Completed(tuple(argv), returncode, output)
 
@@ -65,5 +77,18 @@ def run(argv: list[str], timeout: float, cwd: Path | None = None) -> Completed:
 def start(argv: list[str], cwd: Path | None = None) -> Running:
     """Start `argv` with pipes to its stdin and from its stdout and stderr (merged), in a
     session of its own so that `Running.stop` reaches its children."""
-    with _as_memplace_errors():
+    with as_memplace_errors():
         return processes.start(argv, cwd, _hint(argv[0]))
+
+
+def launch(
+    argv: list[str],
+    pass_fds: tuple[int, ...],
+    cwd: Path | None = None,
+    stderr: IO[bytes] | int | None = None,
+) -> Launched:
+    """Start `argv` talking over the inherited file descriptors `pass_fds` (a Project API
+    server's pipes), in a session of its own so that `Launched.stop` reaches its
+    children."""
+    with as_memplace_errors():
+        return processes.launch(argv, pass_fds, cwd, stderr, _hint(argv[0]))

@@ -20,7 +20,8 @@ from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
 from memplace.project import Project, locked, write_project
-from memplace.project_api.carry import carried_files
+from memplace.project_api.carried.standalone import MODEL_ARCHIVE
+from memplace.project_api.carry import describer
 from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
 from memplace.scopes import resolve
 from memplace.source import suggest
@@ -28,7 +29,6 @@ from memplace.verify import Report, RunLog, StackHints, parse_run, verify
 from memplace.workload import Workload
 
 DEFAULT_TIMEOUT = 60.0
-MODEL_ARCHIVE = "model.tar"
 TFLM_TIME_LIMIT = 2.0
 
 
@@ -72,8 +72,8 @@ def generate(
         standalone_crt=crt_include(standalone_crt, out),
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
-    rendered = render(board, result, project_type, options, users)
-    files: dict[str, str | bytes] = {**rendered, **carried_files(board, rendered)}
+    rendered = render(board, result, project_type, options, users, describer(board))
+    files: dict[str, str | bytes] = dict(rendered)
     if options.model is not None and options.model.path.is_file():
         # Where TVM's own project templates keep the archive a project was made from.
         files[MODEL_ARCHIVE] = options.model.path.read_bytes()

@@ -18,6 +18,7 @@ import yaml
 from memplace import resources
 from memplace.board import Board
 from memplace.codegen.context import RenderOptions, project_context
+from memplace.codegen.server import Describe, server_files
 from memplace.codegen.tvm import (
     DEMO,
     DEMO_SOURCE,
@@ -80,11 +81,15 @@ def render(
     project_type: str = "exerciser",
     options: RenderOptions | None = None,
     users: Mapping[str, tuple[str, ...]] | None = None,
+    describe: Describe | None = None,
 ) -> dict[str, str]:
     """Every file of the project, by path relative to the project folder.
 
     `users` maps buffer names to their users (contexts and devices), which decides the core
     that exercises each buffer; without it every buffer is exercised by the first core.
+    `describe` tells the project's own Project API server about the project (see
+    `codegen.server`); a project with a CMake project of its own carries that server
+    when it is given.
     """
     options = replace(options or RenderOptions(), project_type=project_type)
     if project_type not in PROJECT_TYPES:
@@ -130,6 +135,8 @@ def render(
         files["cmake/arm-none-eabi.cmake"] = toolchain.read_text(encoding="utf-8")
     files.update(_hint_files(board.stack_hints, options.workload_hints))
     files[MANIFEST] = _manifest(board, plan, options)
+    if project_type in STANDALONE and describe is not None:
+        files.update(server_files(json.loads(files[MANIFEST])["images"], describe))
     return dict(sorted(files.items()))
 
 

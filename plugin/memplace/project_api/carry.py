@@ -1,57 +1,34 @@
-"""What a generated project carries of the Project API, so that it can be served without
-memplace: `microtvm_api_server.py` (where microTVM looks for a project's server), byte
-copies of the standard-library modules it runs on, in `project_api/`, and
-`project_api/project.json`, which tells them what memplace knows of the project: the
-board's server info, the project options, the images and the exact argv of each runner.
+"""What memplace tells the Project API server a generated project carries, in
+`project_api/project.json`: the board's server info, the project options, the images and
+the exact argv of each runner. `codegen.server` writes it beside the carried modules.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from memplace import options as project_options
-from memplace import resources
 from memplace.board import Board
 from memplace.errors import InputError
-from memplace.layout import MANIFEST
 from memplace.process import INSTALL_HINTS
-from memplace.project_api.standalone import DESCRIPTION, DESCRIPTION_VERSION, EMULATOR
+from memplace.project_api.carried.standalone import DESCRIPTION_VERSION, EMULATOR
 from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
 from memplace.scopes import valid_scopes
 
 log = logging.getLogger("memplace.project_api")
 
-SCRIPT = "microtvm_api_server.py"
-PACKAGE = "project_api"
-# The modules a project carries, copied byte for byte: each imports only the standard
-# library and the others (tests/test_project_api_carried.py checks both).
-CARRIED = ("client.py", "processes.py", "server.py", "standalone.py", "transport.py")
 # Tools the carried server runs whatever the board: CMake, Ninja and the compiler.
 _BUILD_TOOLS = ("arm-none-eabi-gcc", "cmake", "ninja")
 
 
-def carried_files(board: Board, rendered: Mapping[str, str]) -> dict[str, str]:
-    """The files, by path in the project, that let the project `render` made serve
-    itself. None for a project without a CMake project of its own (`library`): the
-    server would have nothing to build."""
-    if "CMakeLists.txt" not in rendered:
-        return {}
-    templates = resources.data_dir("firmware_templates") / PACKAGE
-    files = {
-        SCRIPT: (templates / SCRIPT).read_text(encoding="utf-8"),
-        f"{PACKAGE}/__init__.py": (templates / "__init__.py").read_text(encoding="utf-8"),
-    }
-    here = Path(__file__).resolve().parent
-    for name in CARRIED:
-        files[f"{PACKAGE}/{name}"] = (here / name).read_text(encoding="utf-8")
-    images = json.loads(rendered[MANIFEST])["images"]
-    files[DESCRIPTION] = json.dumps(describe_project(board, images), indent=2) + "\n"
-    return files
+def describer(board: Board) -> Callable[[Mapping[str, str]], dict[str, Any]]:
+    """What `render` calls to describe a project for `board` to its own server."""
+    return partial(describe_project, board)
 
 
 def board_info(board: Board | None) -> dict[str, Any]:

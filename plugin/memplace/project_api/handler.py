@@ -18,14 +18,21 @@ from memplace import options as project_options
 from memplace import resources, workflow
 from memplace.board import Board, load_board
 from memplace.build import build
+from memplace.codegen.server import SCRIPT as SERVER_SCRIPT
 from memplace.errors import InputError, MemplaceError
 from memplace.importers import load_workload
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
+from memplace.project_api.carried.build import (
+    BuildSettings,
+    SettingError,
+    save_settings,
+    settings_from,
+)
+from memplace.project_api.carried.server import Server, fd_problem, serve_on
+from memplace.project_api.carried.standalone import MODEL_ARCHIVE, PLATFORM_NAME, host_driven
+from memplace.project_api.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.project_api.carry import board_info
-from memplace.project_api.server import Server, fd_problem, serve_on
-from memplace.project_api.standalone import PLATFORM_NAME
-from memplace.project_api.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.runners import FlashRequest, QemuRunner, default_runner
 
 log = logging.getLogger("memplace.project_api")
@@ -79,7 +86,10 @@ class MemplaceHandler(TransportMethods):
         return {
             "platform_name": PLATFORM_NAME,
             "is_template": self.project is None,
-            "model_library_format_path": None,
+            # TVM's convention: "" for a template, where a project keeps its archive else.
+            "model_library_format_path": (
+                "" if self.project is None else str(self.project / MODEL_ARCHIVE)
+            ),
             "project_dir": None if self.project is None else str(self.project),
             **board_info(self.board),
         }
@@ -93,13 +103,20 @@ class MemplaceHandler(TransportMethods):
     ) -> dict[str, Any]:
         """Plan the workload (a Model Library Format archive, a workload file or a .tflite
         model) on the board and write the project to `project_dir`, which must not exist.
-        An archive's C code is built with the headers of TVM's standalone CRT folder."""
+        An archive's C code is built with the headers of TVM's standalone CRT folder, and
+        the project keeps it as `model.tar`. Build settings among the options (TVM's
+        `compile_definitions`, `warning_as_error`, `cmsis_path`) stay with the project."""
         source = model_library_format_path
+        if options["project_type"] == "host_driven":
+            raise InputError(host_driven(), key="project_type")
         if project_dir.exists():
             raise InputError(
                 f"{project_dir} already exists; generate_project writes a new folder",
                 key="project_dir",
             )
+        if not source.exists():
+            raise InputError(f"no such file: {source}", key="model_library_format_path")
+        settings = _build_settings(options)
         board = load_board(options["board"])
         workload = load_workload(source, board=board)
         try:
@@ -115,6 +132,8 @@ class MemplaceHandler(TransportMethods):
             )
             if options["extra_files_tar"] is not None:
                 unpack_archive(options["extra_files_tar"], project_dir)
+            if (project_dir / SERVER_SCRIPT).is_file():  # a project with a build of its own
+                save_settings(project_dir, settings)
         except BaseException:
             shutil.rmtree(project_dir, ignore_errors=True)  # it did not exist: all ours
             raise
@@ -123,10 +142,15 @@ class MemplaceHandler(TransportMethods):
         return {"project_dir": str(project_dir), "plan": result.to_json()}
 
     def build(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Build the project with the settings TVM's options give (`carried.build`)."""
         folder = self._project()
-        build(folder)
+        settings = _build_settings(options)
+        output = build(folder, settings)
         images = Project.load(folder).images
-        return {"images": {core: str(path) for core, path in images.items()}}
+        result: dict[str, Any] = {"images": {core: str(path) for core, path in images.items()}}
+        if settings.verbose:
+            result["output"] = output
+        return result
 
     def flash(self, options: dict[str, Any]) -> dict[str, Any]:
         """Program the board; for a board that runs under QEMU there is nothing to do,
@@ -161,6 +185,13 @@ class MemplaceHandler(TransportMethods):
                 key="project_dir",
             )
         return self.project
+
+
+def _build_settings(options: dict[str, Any]) -> BuildSettings:
+    try:
+        return settings_from(options)
+    except SettingError as exc:
+        raise InputError(str(exc), key=exc.key) from None
 
 
 def make_server(board: str | None = None, project: Path | None = None) -> Server:

@@ -25,15 +25,9 @@ from .server import ServerError
 
 log = logging.getLogger("memplace.process")
 
-# What memplace exits with when a tool fails or is missing; it travels in `data`.
-TOOL_EXIT_CODE = 3
-
 
 class ToolError(ServerError):
     """A tool is missing, failed or overran; named as memplace's own tool errors are."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail, {"exit_code": TOOL_EXIT_CODE})
 
 
 def find_tool(name: str, hint: str | None = None) -> str:
@@ -69,19 +63,31 @@ def run(
     return child.returncode, raw.decode("utf-8", errors="replace")
 
 
-class Running:
-    """A started program: its stdin, and its stdout and stderr merged (as file
-    descriptors). `stop` kills it with its children; calling it twice is fine."""
+def check(argv: list[str], timeout: float, failure: str, cwd: Path | None = None) -> str:
+    """Run `argv`; its output, or a `ToolError` with `failure` and the output's end when
+    it exits with a code other than 0."""
+    code, output = run(argv, timeout, cwd)
+    if code != 0:
+        tail = "\n".join(output.rstrip().splitlines()[-30:])
+        raise ToolError(f"{failure} (exit code {code}):\n{tail}")
+    return output
+
+
+class Launched:
+    """A started program. `stop` kills it with its children; calling it twice is fine."""
 
     def __init__(self, argv: list[str], child: subprocess.Popen[bytes]) -> None:
-        if child.stdin is None or child.stdout is None:  # both were asked for as pipes
-            _kill(child)
-            raise ToolError(f"could not open pipes to {Path(argv[0]).name}")
         self.argv = tuple(argv)
         self._child = child
-        self._pipes: tuple[IO[bytes], ...] = (child.stdin, child.stdout)
-        self.stdin = child.stdin.fileno()
-        self.stdout = child.stdout.fileno()
+        self._pipes: tuple[IO[bytes], ...] = ()
+
+    @property
+    def pid(self) -> int:
+        return self._child.pid
+
+    def send_signal(self, signum: int) -> None:
+        """Send `signum` to the program alone (not its children)."""
+        self._child.send_signal(signum)
 
     def poll(self) -> int | None:
         """The exit code once the program has ended, else None."""
@@ -105,14 +111,48 @@ class Running:
         return self._child.wait()
 
 
+class Running(Launched):
+    """A started program with its stdin, and its stdout and stderr merged, as file
+    descriptors."""
+
+    def __init__(self, argv: list[str], child: subprocess.Popen[bytes]) -> None:
+        super().__init__(argv, child)
+        if child.stdin is None or child.stdout is None:  # both were asked for as pipes
+            _kill(child)
+            raise ToolError(f"could not open pipes to {Path(argv[0]).name}")
+        self._pipes = (child.stdin, child.stdout)
+        self.stdin = child.stdin.fileno()
+        self.stdout = child.stdout.fileno()
+
+
 def start(argv: list[str], cwd: Path | None = None, hint: str | None = None) -> Running:
     """Start `argv` with pipes to its stdin and from its stdout and stderr (merged)."""
     log.info("starting: %s", shlex.join(argv))
     return Running(argv, _popen(argv, cwd, subprocess.PIPE, hint))
 
 
+def launch(
+    argv: list[str],
+    pass_fds: tuple[int, ...],
+    cwd: Path | None = None,
+    stderr: IO[bytes] | int | None = None,
+    hint: str | None = None,
+) -> Launched:
+    """Start `argv` talking over the file descriptors `pass_fds` it inherits (a Project
+    API server's pipes); no stdin, its stdout and stderr go to `stderr` (default: ours)."""
+    log.info("starting: %s", shlex.join(argv))
+    child = _popen(argv, cwd, subprocess.DEVNULL, hint, stderr, stderr, pass_fds)
+    return Launched(argv, child)
+
+
 def _popen(
-    argv: list[str], cwd: Path | None, stdin: int, hint: str | None
+    argv: list[str],
+    cwd: Path | None,
+    stdin: int,
+    hint: str | None,
+    stdout: IO[bytes] | int | None = subprocess.PIPE,
+    stderr: IO[bytes] | int | None = subprocess.STDOUT,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
     # A session of its own, so that killing its process group reaches its children too;
     # on Linux the kernel also kills it when this process dies, however that happens.
@@ -121,8 +161,9 @@ def _popen(
             argv,
             cwd=cwd,
             stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stdout=stdout,
+            stderr=stderr,
+            pass_fds=pass_fds,
             start_new_session=True,
             preexec_fn=_die_with(os.getpid()) if sys.platform.startswith("linux") else None,
         )

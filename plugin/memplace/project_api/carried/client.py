@@ -16,16 +16,16 @@ import itertools
 import json
 import os
 import select
-import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Callable, Optional
 
+from .processes import launch
 from .server import Server, error_from_json
 
-Exchange = Callable[[bytes], bytes | None]
+Exchange = Callable[[bytes], Optional[bytes]]  # typing's: Python 3.8 runs it
 
 
 class ProtocolError(Exception):
@@ -150,8 +150,11 @@ class ServerProcess:
     """A Project API server started as a process, talking over two fresh pipes.
 
     `argv` starts the server without its pipe arguments (for memplace:
-    `["memplace", "serve", "--board", NAME]`); `--read-fd N --write-fd M` are added.
+    `["memplace", "serve", "--board", NAME]`); `--read-fd N --write-fd M` are added, then
+    `--debug` if asked, as TVM's `instantiate_from_dir` launches a server.
     Leaving the `with` block closes the pipes, which ends the server, and waits for it.
+    It starts as every program memplace runs does (`processes.launch`): logged, in a
+    session of its own, killed with its children, and by the kernel if we die first.
     """
 
     def __init__(
@@ -160,16 +163,17 @@ class ServerProcess:
         timeout: float | None = None,
         cwd: str | Path | None = None,
         stderr: IO[bytes] | int | None = None,
+        debug: bool = False,
     ) -> None:
         requests_in, requests_out = os.pipe()
         replies_in, replies_out = os.pipe()
         try:
-            self.process = subprocess.Popen(
-                [*argv, "--read-fd", str(requests_in), "--write-fd", str(replies_out)],
-                pass_fds=(requests_in, replies_out),
-                stdin=subprocess.DEVNULL,
-                stderr=stderr,
-                cwd=cwd,
+            self.process = launch(
+                [*argv, "--read-fd", str(requests_in), "--write-fd", str(replies_out)]
+                + (["--debug"] if debug else []),  # where TVM puts it
+                (requests_in, replies_out),
+                None if cwd is None else Path(cwd),
+                stderr,
             )
         except BaseException:
             for fd in (requests_out, replies_in):
@@ -187,11 +191,8 @@ class ServerProcess:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._fds = ()
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+        code = self.process.wait(timeout)
+        return self.process.stop() if code is None else code
 
     def __enter__(self) -> Client:
         return self.client

@@ -21,29 +21,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .processes import ToolError, find_tool, run, start
-from .server import ProjectOption, Server, ServerError, fd_problem, serve_on
+from .build import SettingError, settings_from
+from .build import build as build_project
+from .processes import check, find_tool, start
+from .server import EXIT_CODES, ProjectOption, Server, ServerError, fd_problem, serve_on
 from .transport import TIMEOUTS, ConsoleTransport, TransportMethods
 
 log = logging.getLogger("memplace.project_api")
 
 PLATFORM_NAME = "memplace"
+# Where a project keeps the Model Library Format archive it was made from (TVM's place).
+MODEL_ARCHIVE = "model.tar"
 DESCRIPTION = "project_api/project.json"
 DESCRIPTION_VERSION = "project-api/v1"
 # The runner whose command runs the images (an emulator); every other runner flashes.
 EMULATOR = "qemu"
-BUILD_DIR = "build"
-BUILD_TIMEOUT = 600.0  # seconds, for configuring and for building
 FLASH_TIMEOUT = 300.0  # seconds
-# What memplace exits with on bad input; it travels in `data`.
-INPUT_EXIT_CODE = 2
 
 
 class InputError(ServerError):
     """A request this project cannot serve; named as memplace's own input errors are."""
 
     def __init__(self, detail: str, key: str) -> None:
-        super().__init__(detail, {"exit_code": INPUT_EXIT_CODE, "key": key})
+        super().__init__(detail, {"key": key})
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class ProjectHandler(TransportMethods):
         return {
             "platform_name": PLATFORM_NAME,
             "is_template": False,
-            "model_library_format_path": None,
+            "model_library_format_path": str(self.project.folder / MODEL_ARCHIVE),
             "project_dir": str(self.project.folder),
             **self.project.board_info,
         }
@@ -116,6 +116,8 @@ class ProjectHandler(TransportMethods):
         project_dir: Path,
         options: dict[str, Any],
     ) -> Any:
+        if options.get("project_type") == "host_driven":
+            raise InputError(host_driven(), key="project_type")
         raise InputError(
             f"this server serves the project in {self.project.folder} and is no template; "
             "generate a project with `memplace generate` or `memplace serve --board`",
@@ -123,21 +125,19 @@ class ProjectHandler(TransportMethods):
         )
 
     def build(self, options: dict[str, Any]) -> dict[str, Any]:
-        """Configure the project with CMake and Ninja (once), then build it."""
-        folder = self.project.folder
-        cmake = self.project.tool("cmake")
-        self.project.tool("arm-none-eabi-gcc")  # the toolchain file looks for it on PATH
-        build_dir = folder / BUILD_DIR
-        if not (build_dir / "CMakeCache.txt").is_file():
-            ninja = self.project.tool("ninja")
-            configure = [cmake, "-S", str(folder), "-B", str(build_dir), "-G", "Ninja"]
-            _check(
-                [*configure, f"-DCMAKE_MAKE_PROGRAM={ninja}"],
-                BUILD_TIMEOUT,
-                f"CMake could not configure {folder}",
-            )
-        _check([cmake, "--build", str(build_dir)], BUILD_TIMEOUT, f"the build of {folder} failed")
-        return {"images": {core: str(path) for core, path in self._images().items()}}
+        """Configure the project with CMake and Ninja (when needed), then build it, with
+        the settings TVM's options give (`build.settings_from`)."""
+        try:
+            settings = settings_from(options)
+            output = build_project(self.project.folder, settings, self.project.tool)
+        except SettingError as exc:
+            raise InputError(str(exc), key=exc.key) from None
+        result: dict[str, Any] = {
+            "images": {core: str(path) for core, path in self._images().items()}
+        }
+        if settings.verbose:
+            result["output"] = output
+        return result
 
     def flash(self, options: dict[str, Any]) -> dict[str, Any]:
         """Program the board with its own flash command; for a board that runs under QEMU
@@ -155,7 +155,7 @@ class ProjectHandler(TransportMethods):
                 key=given[0] if given else "runner",
             )
         self._require_images()
-        _check(
+        check(
             [self.project.tool(argv[0]), *argv[1:]],
             FLASH_TIMEOUT,
             f"{runner} could not flash the board",
@@ -199,12 +199,13 @@ class ProjectHandler(TransportMethods):
                 raise InputError(f"no image {image}: build the project first", key="DIR")
 
 
-def _check(argv: list[str], timeout: float, failure: str, cwd: Path | None = None) -> None:
-    """Run `argv`; a non-zero exit is a `ToolError` with `failure` and the output's end."""
-    code, output = run(argv, timeout, cwd)
-    if code != 0:
-        tail = "\n".join(output.rstrip().splitlines()[-30:])
-        raise ToolError(f"{failure} (exit code {code}):\n{tail}")
+def host_driven() -> str:
+    """Why project type `host_driven` is refused."""
+    return (
+        "project type host_driven needs TVM's RPC server in the firmware, which memplace's "
+        "firmware does not carry; use aot_standalone_demo (the model runs once on the "
+        "target and reports) or exerciser"
+    )
 
 
 def describe(exc: BaseException) -> dict[str, Any] | None:
@@ -242,7 +243,7 @@ def main(folder: Path, argv: Sequence[str] | None = None) -> int:
         project = CarriedProject.load(folder)
     except (OSError, ValueError) as exc:
         print(f"microtvm_api_server.py: {exc}", file=sys.stderr)
-        return INPUT_EXIT_CODE
+        return EXIT_CODES["InputError"]
     log.info("serving the Project API of the project in %s", folder)
     serve_on(make_server(project), args.read_fd, args.write_fd)
     return 0

@@ -7,9 +7,13 @@ signature of every method, and `Server`, which turns request lines into reply li
 around a handler object that does the work.
 
 Errors: -32700 the line is not JSON, -32600 it is not a request, -32601 no such method,
--32602 bad parameters or options, -32603 a bug in the server; -32000 a server error whose
-`message` is the name of its class (`IoTimeoutError`, `TransportClosedError`, or whatever
-the handler's `describe` accepts) and whose `data` holds the details.
+-32602 bad parameters or options, -32603 a result that cannot travel; -32000 a server
+error whose `message` is the name of its class (`IoTimeoutError`, `TransportClosedError`,
+or whatever the handler's `describe` accepts) and whose `data` holds the details. As in
+TVM's own server (`tvm.micro.project_api.server`), whose wording the messages follow, an
+unexpected exception is a plain -32000 `ServerError` whose message is `calling method
+NAME` and whose `data` holds the exception and its traceback, and a request without an
+`id` is answered (with `id` null), not taken for a notification.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import json
 import logging
 import math
 import os
+import re
+import shlex
 import signal
 import sys
 import traceback
@@ -88,15 +94,24 @@ class InternalError(RPCError):
     code = INTERNAL_ERROR
 
 
+# The exit code the `memplace` command ends with for each error a server sends by the
+# name of its class; it travels in the error's `data` (memplace's own errors.py holds
+# the same numbers for its classes: tests/test_project_api.py keeps the two equal).
+EXIT_CODES = {"CheckFailed": 1, "PlanningError": 1, "InputError": 2, "ToolError": 3}
+
+
 class ServerError(RPCError):
     """An error of the work itself (-32000): its message is the name of its class, and
-    `data["message"]` says what went wrong."""
+    `data["message"]` says what went wrong (`data["exit_code"]` too, for the classes of
+    `EXIT_CODES`)."""
 
     code = SERVER_ERROR
 
     def __init__(self, detail: str = "", data: Mapping[str, Any] | None = None) -> None:
         payload = dict(data or {})
         payload.setdefault("message", detail)
+        if type(self).__name__ in EXIT_CODES:
+            payload.setdefault("exit_code", EXIT_CODES[type(self).__name__])
         super().__init__(type(self).__name__, payload)
 
     @property
@@ -159,7 +174,7 @@ class RemoteError(RPCError):
 
 # -- project options -------------------------------------------------------------------
 
-OPTION_TYPES = ("bool", "int", "float", "str", "path")
+OPTION_TYPES = ("bool", "int", "float", "str", "path", "list")
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -243,7 +258,7 @@ def _to_int(value: Any) -> int:
 
 def _to_float(value: Any) -> float:
     number: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         number = float(value)
     elif isinstance(value, str):
         try:
@@ -264,9 +279,21 @@ def _to_str(value: Any) -> str:
 
 
 def _to_path(value: Any) -> Path:
-    if isinstance(value, str | Path) and str(value).strip() and "\0" not in str(value):
+    if isinstance(value, (str, Path)) and str(value).strip() and "\0" not in str(value):
         return Path(value)
     raise ValueError(f"expected a path, got {value!r}")
+
+
+def _to_list(value: Any) -> list[str]:
+    """A list of strings; a string is split as a shell splits it (tvmc sends text)."""
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"cannot split {value!r}: {exc}") from None
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise ValueError(f"expected a list of strings, got {value!r}")
 
 
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
@@ -275,6 +302,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "float": _to_float,
     "str": _to_str,
     "path": _to_path,
+    "list": _to_list,
 }
 
 
@@ -374,38 +402,34 @@ class Server:
             if len(line) >= MAX_LINE and not line.endswith(b"\n"):
                 while (rest := read_file.readline(MAX_LINE)) and not rest.endswith(b"\n"):
                     pass
-                reply: bytes | None = _encode(
+                reply = _encode(
                     _error_reply(None, ParseError(f"request line longer than {MAX_LINE} bytes"))
                 )
             else:
                 reply = self.handle_line(line)
-            if reply is not None:
-                write_file.write(reply)
-                write_file.flush()
+            write_file.write(reply)
+            write_file.flush()
 
-    def handle_line(self, line: bytes) -> bytes | None:
-        """The reply line to one request line; None when nothing is to be sent back
-        (a notification, or a batch of them)."""
+    def handle_line(self, line: bytes) -> bytes:
+        """The reply line to one request line."""
         try:
             message = _parse(line)
         except ParseError as exc:
             log.warning("unreadable request: %s", exc.message)
             return _encode(_error_reply(None, exc))
-        reply = self.handle(message)
-        return None if reply is None else _encode(reply)
+        return _encode(self.handle(message))
 
     def handle(self, message: Any) -> Any:
-        """The reply to a parsed request or batch (a list); None for notifications."""
+        """The reply to a parsed request, or to a batch (a list) of them."""
         if isinstance(message, list):
             if not message:
                 return _error_reply(None, InvalidRequest("an empty batch is not a request"))
-            replies = [reply for item in message if (reply := self._one(item)) is not None]
-            return replies or None
+            return [self._one(item) for item in message]
         return self._one(message)
 
-    def _one(self, request: Any) -> dict[str, Any] | None:
+    def _one(self, request: Any) -> dict[str, Any]:
         try:
-            method, params, request_id, notification = _check_request(request)
+            method, params, request_id = _check_request(request)
         except InvalidRequest as exc:
             request_id = request.get("id") if isinstance(request, dict) else None
             return _error_reply(request_id if _valid_id(request_id) else None, exc)
@@ -413,13 +437,17 @@ class Server:
         try:
             result = self._dispatch(method, params)
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
-            _encode(reply)  # a result that cannot travel is the server's bug
         except RPCError as exc:
             log.warning("%s failed: %s", method, exc)
-            reply = _error_reply(request_id, exc)
+            return _error_reply(request_id, exc)
         except Exception as exc:
-            reply = _error_reply(request_id, self._server_error(method, exc))
-        return None if notification else reply
+            return _error_reply(request_id, self._server_error(method, exc))
+        try:
+            _encode(reply)
+        except (TypeError, ValueError) as exc:  # a result that cannot travel: our bug
+            log.error("%s: the result cannot travel", method, exc_info=exc)
+            return _error_reply(request_id, InternalError(f"method {method}: result: {exc}"))
+        return reply
 
     def _server_error(self, method: str, exc: Exception) -> RPCError:
         data = self.describe(exc)
@@ -427,19 +455,20 @@ class Server:
             log.warning("%s failed: %s: %s", method, type(exc).__name__, exc)
             return RemoteError(type(exc).__name__, data)
         log.error("%s failed unexpectedly", method, exc_info=exc)
-        return InternalError(
-            f"internal error in {method}: {type(exc).__name__}: {exc}",
-            {"traceback": "".join(traceback.format_exception(exc))},
+        trace = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        return RemoteError(
+            f"calling method {method}",
+            {"message": f"{type(exc).__name__}: {exc}", "traceback": "".join(trace)},
         )
 
     def _dispatch(self, method: str, params: Any) -> Any:
         if method not in METHODS:
-            raise MethodNotFound(f"no method {method!r}; methods: {', '.join(METHODS)}")
+            raise MethodNotFound(f"{method}: no such method; methods: {', '.join(METHODS)}")
         values = _bind(method, params)
         handler = self.handler
         if method == "server_info_query":
             info = dict(handler.server_info_query(values["tvm_version"]))
-            info["protocol_version"] = PROTOCOL_VERSION
+            info.setdefault("protocol_version", PROTOCOL_VERSION)  # as TVM's server
             info["project_options"] = [option.to_json() for option in self.options]
             return info
         if method == "generate_project":
@@ -558,24 +587,32 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _valid_id(value: Any) -> bool:
-    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
 
 
-def _check_request(request: Any) -> tuple[str, Any, Any, bool]:
-    """(method, params, id, is a notification) of a valid request object."""
+_METHOD_NAME = re.compile("^[a-zA-Z0-9_]+$")
+
+
+def _check_request(request: Any) -> tuple[str, Any, Any]:
+    """(method, params, id) of a valid request object. The messages are TVM's."""
     if not isinstance(request, dict):
-        raise InvalidRequest(f"a request is a JSON object, not {_json_type(request)}")
-    if request.get("jsonrpc") != "2.0":
-        raise InvalidRequest(f'"jsonrpc" must be "2.0", not {request.get("jsonrpc")!r}')
+        raise InvalidRequest(f"request: want dict; got {request!r}")
+    jsonrpc = request.get("jsonrpc")
+    if jsonrpc != "2.0":
+        raise InvalidRequest(f'request["jsonrpc"]: want "2.0"; got {jsonrpc!r}')
     method = request.get("method")
     if not isinstance(method, str):
-        raise InvalidRequest(f'"method" must be a string, not {_json_type(method)}')
-    if "id" in request and not _valid_id(request["id"]):
-        raise InvalidRequest(f'"id" must be a string, a number or null, not {request["id"]!r}')
+        raise InvalidRequest(f'request["method"]: want str; got {method!r}')
+    if not _METHOD_NAME.match(method):
+        raise InvalidRequest(
+            f'request["method"]: should match regex {_METHOD_NAME.pattern}; got {method!r}'
+        )
+    if not _valid_id(request.get("id")):
+        raise InvalidRequest(f'request["id"]: want str, number, null; got {request["id"]!r}')
     params = request.get("params", {})
-    if not isinstance(params, dict | list):
-        raise InvalidRequest(f'"params" must be an object or an array, not {_json_type(params)}')
-    return method, params, request.get("id"), "id" not in request
+    if not isinstance(params, (dict, list)):  # by name (TVM), or by position
+        raise InvalidRequest(f'request["params"]: want dict; got {type(params)}')
+    return method, params, request.get("id")
 
 
 def _bind(method: str, params: dict[str, Any] | list[Any]) -> dict[str, Any]:
@@ -584,12 +621,12 @@ def _bind(method: str, params: dict[str, Any] | list[Any]) -> dict[str, Any]:
     if isinstance(params, list):
         if len(params) > len(signature):
             raise InvalidParams(f"{method} takes {len(signature)} parameters, got {len(params)}")
-        params = {param.name: value for param, value in zip(signature, params, strict=False)}
+        params = {param.name: value for param, value in zip(signature, params)}
     names = [param.name for param in signature]
     extra = sorted(name for name in params if name not in names)
     if extra:
         raise InvalidParams(
-            f"{method}: unexpected parameter {', '.join(extra)}; it takes: {', '.join(names)}"
+            f"{method}: extra parameters: {', '.join(extra)}; it takes: {', '.join(names)}"
         )
     values: dict[str, Any] = {}
     for param in signature:
@@ -597,11 +634,13 @@ def _bind(method: str, params: dict[str, Any] | list[Any]) -> dict[str, Any]:
             if _NONE in param.types:
                 values[param.name] = None
                 continue
-            raise InvalidParams(f"{method}: parameter {param.name} is missing")
+            raise InvalidParams(f"method {method}: parameter {param.name} not given")
         value = params[param.name]
         if isinstance(value, bool) or not isinstance(value, param.types):
+            want = repr(param.types[0]) if len(param.types) == 1 else param.describe
             raise InvalidParams(
-                f"{method}: parameter {param.name} must be {param.describe}, not {value!r}"
+                f"method {method}: parameter {param.name}: want {want}, got {type(value)!r} "
+                f"({param.name} is {param.describe}, got {value!r})"
             )
         values[param.name] = value
     return values
@@ -630,16 +669,6 @@ def _b85decode(text: str) -> bytes:
         return base64.b85decode(text)
     except (ValueError, binascii.Error) as exc:
         raise InvalidParams(f"write_transport: data is not Base85: {exc}") from None
-
-
-def _json_type(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    for kind, name in names.items():
-        if isinstance(value, kind):
-            return name
-    return "a number"
 
 
 def _error_reply(request_id: Any, error: RPCError) -> dict[str, Any]:

@@ -1,0 +1,45 @@
+"""A template project folder for microTVM: `memplace template BOARD --out DIR`.
+
+TVM finds a template's server as `DIR/microtvm_api_server.py` and launches it with its
+own Python (`TemplateProject.from_directory`, `tvmc micro create-project`). The script
+(`firmware_templates/project_api/template_server.py`, copied byte for byte) runs
+`memplace serve --board BOARD` with the Python that wrote the folder;
+`memplace_template.json` names both.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from memplace import resources
+from memplace.board import load_board
+from memplace.codegen.server import SCRIPT
+from memplace.errors import InputError
+
+CONFIG = "memplace_template.json"
+VERSION = "template/v1"
+
+
+def write_template(board: str, out: Path) -> dict[str, str]:
+    """Write the template folder for `board` (a bundled name or a board file) to `out`,
+    which must not exist or be empty; the files written, by name. A board file is named
+    by its absolute path, so the folder works from anywhere."""
+    loaded = load_board(board)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out} is a file, not a folder", key="--out")
+    if out.is_dir() and any(out.iterdir()):
+        raise InputError(f"{out} is not empty; a template is written to a new folder", key="--out")
+    named = str(Path(board).resolve()) if Path(board).is_file() else loaded.name
+    config = {"memplace": VERSION, "board": named, "python": sys.executable}
+    script = resources.data_dir("firmware_templates") / "project_api" / "template_server.py"
+    files = {
+        SCRIPT: script.read_text(encoding="utf-8"),
+        CONFIG: json.dumps(config, indent=2) + "\n",
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+    (out / SCRIPT).chmod(0o755)
+    return files
