@@ -1,8 +1,9 @@
 """The Project API in memory: client and server wired together with no process.
 
 Every JSON-RPC error code, every server error a user can trigger, the options as data
-(served, converted, turned into CLI flags and into the docs' table), and memplace's
-handler generating, building and refusing projects.
+(served and checked by memplace's handler, passed through untouched by the server as
+TVM's is, turned into CLI flags and into the docs' table), and memplace's handler
+generating, building and refusing projects.
 """
 
 from __future__ import annotations
@@ -53,7 +54,12 @@ class FakeHandler:
         self.console = b""
 
     def server_info_query(self, tvm_version: str) -> dict[str, Any]:
-        return {"platform_name": "fake", "is_template": True, "model_library_format_path": None}
+        return {
+            "platform_name": "fake",
+            "is_template": True,
+            "model_library_format_path": None,
+            "project_options": [ProjectOption("foo", "bool", "Option foo", optional=("build",))],
+        }
 
     def generate_project(
         self,
@@ -96,7 +102,7 @@ def fake() -> FakeHandler:
 
 @pytest.fixture
 def fake_client(fake: FakeHandler) -> Client:
-    return Client.in_memory(Server(fake, project_options.OPTIONS))
+    return Client.in_memory(Server(fake))
 
 
 @pytest.fixture
@@ -152,6 +158,21 @@ def test_project_options_are_served_from_the_declarations(api: Client) -> None:
     # With a default it is not required: tvmc insists on every required option.
     assert board["required"] is None and board["default"] == BOARD
     assert board["optional"] == ["generate_project"]
+
+
+def test_the_server_serves_the_options_the_handler_declares(fake_client: Client) -> None:
+    # As TVM's server: the handler's own reply, ProjectOptions put as JSON.
+    assert fake_client.server_info_query()["project_options"] == [
+        {
+            "name": "foo",
+            "type": "bool",
+            "default": None,
+            "choices": None,
+            "required": None,
+            "optional": ["build"],
+            "help": "Option foo",
+        }
+    ]
 
 
 def test_a_server_without_a_board_describes_none() -> None:
@@ -257,20 +278,6 @@ def test_an_unknown_method_is_method_not_found(fake_client: Client) -> None:
         ("build", {"options": {}, "verbose": True}, "build: extra parameters: verbose"),
         ("build", {"options": []}, "want <class 'dict'>, got <class 'list'>"),
         ("build", [{}, {}], "build takes 1 parameters, got 2"),
-        ("flash", {"options": {"erase": "maybe"}}, "flash: option erase: expected a bool"),
-        ("flash", {"options": {"frequency": "fast"}}, "option frequency: expected an integer"),
-        ("flash", {"options": {"runner": "jlink"}}, "option runner: 'jlink' is not one of"),
-        ("flash", {"options": {"eraze": True}}, "flash: no option eraze; options: board,"),
-        (
-            "generate_project",
-            {
-                "model_library_format_path": "w.yaml",
-                "project_dir": "p",
-                "options": {"board": "b", "project_type": "firmware"},
-            },
-            "option project_type: 'firmware' is not one of: aot_standalone_demo, app, "
-            "exerciser, host_driven, library",
-        ),
         ("generate_project", {"project_dir": "p", "options": {}}, "model_library_format_path"),
     ],
 )
@@ -283,6 +290,40 @@ def test_bad_parameters_are_invalid_params(
     assert message in _error(reply)["message"]
 
 
+@pytest.mark.parametrize(
+    ("method", "params", "message"),
+    [
+        ("flash", {"options": {"erase": "maybe"}}, "flash: option erase: expected a bool"),
+        ("flash", {"options": {"frequency": "fast"}}, "option frequency: expected an integer"),
+        ("flash", {"options": {"runner": "jlink"}}, "option runner: 'jlink' is not one of"),
+        ("flash", {"options": {"eraze": True}}, "flash: no option eraze; options: board,"),
+        ("build", {"options": {"verbose": "loud"}}, "build: option verbose: expected a bool"),
+        ("build", {"options": {"bar": "baz"}}, "build: no option bar; options: board,"),
+        ("open_transport", {"options": {"runner": 7}}, "option runner: '7' is not one of"),
+        (
+            "generate_project",
+            {
+                "model_library_format_path": "w.yaml",
+                "project_dir": "p",
+                "options": {"board": "b", "project_type": "firmware"},
+            },
+            "option project_type: 'firmware' is not one of: aot_standalone_demo, app, "
+            "exerciser, host_driven, library",
+        ),
+    ],
+)
+def test_memplace_refuses_options_it_cannot_take(
+    api: Client, tmp_path: Path, method: str, params: Any, message: str
+) -> None:
+    # The server hands options over as they came; memplace's handler judges them first,
+    # before it looks for a project or a model, and writes nothing.
+    reply = api.raw(_line(method=method, params=params, id=9))
+    assert reply["id"] == 9
+    assert _error(reply)["code"] == -32602
+    assert message in _error(reply)["message"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_required_option_without_a_default_is_invalid_params() -> None:
     api = Client.in_memory(make_server())
     with pytest.raises(InvalidParams, match="generate_project: option board is required"):
@@ -291,7 +332,7 @@ def test_a_required_option_without_a_default_is_invalid_params() -> None:
 
 def test_params_by_position(fake_client: Client, fake: FakeHandler) -> None:
     reply = fake_client.raw(_line(method="flash", params=[{"erase": "yes"}], id=1))
-    assert reply["result"]["erase"] is True
+    assert reply["result"] == {"erase": "yes"}
     reply = fake_client.raw(
         _line(method="generate_project", params=["m.yaml", None, "p", {"board": "b"}], id=2)
     )
@@ -331,26 +372,19 @@ def test_a_bug_in_the_handler_is_a_server_error_with_its_traceback_as_tvm_sends(
         raise RuntimeError("the handler is broken")
 
     fake.build = broken  # type: ignore[method-assign]
-    api = Client.in_memory(Server(fake, project_options.OPTIONS))
+    api = Client.in_memory(Server(fake))
     with pytest.raises(RemoteError) as caught:
         api.build()
     assert caught.value.code == -32000  # TVM's plain ServerError, named by the call
     assert str(caught.value) == "calling method build: RuntimeError: the handler is broken"
     assert "Traceback" in caught.value.data["traceback"]
-    assert api.flash({}) == {  # and it keeps serving
-        "runner": None,
-        "target": None,
-        "config": None,
-        "probe": None,
-        "frequency": None,
-        "erase": False,
-    }
+    assert api.flash({"erase": True}) == {"erase": True}  # and it keeps serving
 
 
 def test_a_result_that_cannot_travel_is_an_internal_error(fake: FakeHandler) -> None:
     fake.build = lambda options: {"path": Path("x")}  # type: ignore[method-assign]
     with pytest.raises(InternalError, match="Object of type PosixPath is not JSON serializable"):
-        Client.in_memory(Server(fake, project_options.OPTIONS)).build()
+        Client.in_memory(Server(fake)).build()
 
 
 def test_server_errors_travel_by_class_name(fake_client: Client) -> None:
@@ -443,30 +477,36 @@ def test_an_option_declared_wrongly_is_refused() -> None:
         ProjectOption("x", "str", "no", optional=("close_transport",))
 
 
-def test_every_method_gets_its_options_converted_and_others_let_through(
-    fake_client: Client, fake: FakeHandler
+def test_options_reach_the_handler_as_they_came(fake_client: Client, fake: FakeHandler) -> None:
+    # As TVM's server (its test_build, test_flash, test_open_transport): no filtering, no
+    # conversion; the handler judges.
+    fake_client.build({"bar": "baz"})
+    fake_client.flash({"bar": "baz", "erase": "maybe"})
+    fake_client.generate_project("w.yaml", "p", {"bar": 1})
+    assert fake.calls == [
+        ("build", {"bar": "baz"}),
+        ("flash", {"bar": "baz", "erase": "maybe"}),
+        ("generate_project", (Path("w.yaml"), Path("p"), {"bar": 1})),
+    ]
+
+
+def test_memplace_converts_the_options_of_each_method_and_lets_others_through(
+    api: Client, tmp_path: Path
 ) -> None:
-    # microTVM sends every option to every method: build ignores flash's options.
-    fake_client.build({"erase": "not even a bool", "board": "x"})
-    assert fake.calls[-1] == (
-        "build",
-        {
-            "verbose": False,
-            "warning_as_error": False,
-            "compile_definitions": None,
-            "cmsis_path": None,
-        },
-    )
-    fake_client.build({"compile_definitions": "-DA=1 -DB", "verbose": "true"})
-    assert fake.calls[-1][1]["compile_definitions"] == ["-DA=1", "-DB"]
-    assert fake.calls[-1][1]["verbose"] is True
-    fake_client.flash({"erase": "false", "frequency": "4000000", "project_type": "app"})
-    assert fake.calls[-1][1]["erase"] is False
-    assert fake.calls[-1][1]["frequency"] == 4_000_000
-    fake_client.generate_project("w.yaml", "p", {"board": "b", "sources": "src"})
-    options = fake.calls[-1][1][2]
-    assert options["board"] == "b" and options["sources"] == Path("src")
-    assert options["project_type"] == "exerciser" and options["extra_files_tar"] is None
+    # microTVM sends every option to every method: each reads its own, converted by type
+    # (tvmc sends text), and ignores the others' unread.
+    options = {"compile_definitions": "-DA=1 -DB", "warning_as_error": "yes", "erase": "?"}
+    api.generate_project(demo_workload(), "p", options)
+    saved = json.loads((tmp_path / "p" / "project_api" / "build_settings.json").read_text())
+    assert saved == {
+        "compile_definitions": ["-DA=1", "-DB"],
+        "warning_as_error": True,
+        "cmsis_path": None,
+    }
+    flashed = api.flash({"erase": "false", "frequency": "4000000", "project_type": "app"})
+    assert flashed == {"runner": "qemu", "flashed": False}
+    with pytest.raises(RemoteError, match="build the project first"):
+        api.open_transport({"runner": "qemu", "erase": "not even a bool", "verbose": "?"})
 
 
 def test_the_docs_table_is_the_declarations() -> None:
@@ -677,9 +717,13 @@ def test_a_line_over_the_limit_is_refused_and_serving_goes_on(
     monkeypatch.setattr(protocol, "MAX_LINE", 128)
     request = _line(method="build", params={"options": {}}, id=7) + b"\n"
     replies = io.BytesIO()
-    Server(fake, project_options.OPTIONS).serve(io.BytesIO(b"x" * 300 + b"\n" + request), replies)
+    Server(fake).serve(io.BytesIO(b"x" * 300 + b"\n" + request), replies)
     first, second = (json.loads(line) for line in replies.getvalue().splitlines())
-    assert _error(first) == {"code": -32700, "message": "request line longer than 128 bytes"}
+    assert _error(first) == {
+        "code": -32700,
+        "message": "request line longer than 128 bytes",
+        "data": None,  # as TVM's server sends it
+    }
     assert second == {"jsonrpc": "2.0", "id": 7, "result": None}
 
 

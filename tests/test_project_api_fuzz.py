@@ -146,7 +146,7 @@ def console_server() -> Iterator[Server]:
         process.start(["sh", "-c", "cat > /dev/null & exec yes memplace"])
     )
     try:
-        yield Server(handler, project_options.OPTIONS, describe=describe)
+        yield Server(handler, describe=describe)
     finally:
         handler.close_transport()
 

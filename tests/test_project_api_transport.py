@@ -123,14 +123,16 @@ from carried.client import Client
 from carried.server import Server, ProjectOption, TransportClosedError
 assert "memplace" not in sys.modules and "yaml" not in sys.modules
 
+option = ProjectOption("verbose", "bool", "say more", default=False, optional=("build",))
+
 class Handler:
     def server_info_query(self, tvm_version):
-        return {"platform_name": "copy", "is_template": True, "model_library_format_path": None}
+        return {"platform_name": "copy", "is_template": True, "model_library_format_path": None,
+                "project_options": [option]}
     def read_transport(self, n, timeout_sec):
         raise TransportClosedError("gone")
 
-option = ProjectOption("verbose", "bool", "say more", default=False, optional=("build",))
-client = Client.in_memory(Server(Handler(), [option]))
+client = Client.in_memory(Server(Handler()))
 info = client.server_info_query("0.18")
 assert info["protocol_version"] == 1 and info["project_options"][0]["name"] == "verbose"
 try:

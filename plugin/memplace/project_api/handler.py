@@ -5,12 +5,15 @@ A server is a template for a board (`--board`) until it generates a project, and
 then on serves that project; `--project DIR` starts it on a project generated earlier.
 memplace's own errors travel as -32000 errors named by their class, with the message,
 exit code and structured fields (key, file, line, column, buffer, shortfalls) in `data`.
+The handler serves the project options of `memplace.options` and checks each request's
+options against them: the server hands them over as the client sent them, as TVM's does.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,13 @@ from memplace.project_api.carried.build import (
     save_settings,
     settings_from,
 )
-from memplace.project_api.carried.server import Server, fd_problem, serve_on
+from memplace.project_api.carried.server import (
+    ProjectOption,
+    Server,
+    check_options,
+    fd_problem,
+    serve_on,
+)
 from memplace.project_api.carried.standalone import MODEL_ARCHIVE, PLATFORM_NAME, host_driven
 from memplace.project_api.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.project_api.carry import board_info
@@ -57,17 +66,26 @@ def describe(exc: BaseException) -> dict[str, Any] | None:
 
 
 class MemplaceHandler(TransportMethods):
-    """The work behind each Project API method."""
+    """The work behind each Project API method. `options` are the project options it
+    serves and takes (by default those of `memplace.options`); each method refuses an
+    option it does not know or a value it cannot take before doing anything."""
 
-    def __init__(self, board: Board | None = None, project: Path | None = None) -> None:
+    def __init__(
+        self,
+        board: Board | None = None,
+        project: Path | None = None,
+        options: Sequence[ProjectOption] = project_options.OPTIONS,
+    ) -> None:
         self.board = board
         self.project = project
+        self.options = tuple(options)
         self.transport: ConsoleTransport | None = None
 
     @classmethod
     def for_project(cls, folder: Path, board: str | None = None) -> MemplaceHandler:
         """A handler serving the project in `folder`; its board is `board` (a bundled name
-        or a path) or, by default, the bundled board the project names."""
+        or a path) or, by default, the bundled board the project names, which is then the
+        default of option `board`."""
         name = Project.load(folder).board.name
         if board is None and name not in resources.bundled_boards():
             raise InputError(
@@ -80,7 +98,7 @@ class MemplaceHandler(TransportMethods):
             raise InputError(
                 f"{folder} is a project for board {name!r}, not {loaded.name!r}", key="--board"
             )
-        return cls(loaded, folder)
+        return cls(loaded, folder, project_options.with_defaults(board=board or name))
 
     def server_info_query(self, tvm_version: str) -> dict[str, Any]:
         return {
@@ -91,6 +109,7 @@ class MemplaceHandler(TransportMethods):
                 "" if self.project is None else str(self.project / MODEL_ARCHIVE)
             ),
             "project_dir": None if self.project is None else str(self.project),
+            "project_options": list(self.options),
             **board_info(self.board),
         }
 
@@ -106,6 +125,7 @@ class MemplaceHandler(TransportMethods):
         An archive's C code is built with the headers of TVM's standalone CRT folder, and
         the project keeps it as `model.tar`. Build settings among the options (TVM's
         `compile_definitions`, `warning_as_error`, `cmsis_path`) stay with the project."""
+        options = check_options(self.options, "generate_project", options)
         source = model_library_format_path
         if options["project_type"] == "host_driven":
             raise InputError(host_driven(), key="project_type")
@@ -143,6 +163,7 @@ class MemplaceHandler(TransportMethods):
 
     def build(self, options: dict[str, Any]) -> dict[str, Any]:
         """Build the project with the settings TVM's options give (`carried.build`)."""
+        options = check_options(self.options, "build", options)
         folder = self._project()
         settings = _build_settings(options)
         output = build(folder, settings)
@@ -155,6 +176,7 @@ class MemplaceHandler(TransportMethods):
     def flash(self, options: dict[str, Any]) -> dict[str, Any]:
         """Program the board; for a board that runs under QEMU there is nothing to do,
         as QEMU loads the images when the transport opens."""
+        options = check_options(self.options, "flash", options)
         folder = self._project()
         runner = options["runner"] or default_runner(Project.load(folder).board)
         if runner == QemuRunner.name:
@@ -164,6 +186,7 @@ class MemplaceHandler(TransportMethods):
 
     def open_transport(self, options: dict[str, Any]) -> dict[str, Any]:
         """Start the firmware under QEMU; its console is the transport."""
+        options = check_options(self.options, "open_transport", options)
         project = Project.load(self._project())
         runner = options["runner"] or default_runner(project.board)
         if runner != QemuRunner.name or project.qemu_machine is None:
@@ -198,12 +221,10 @@ def make_server(board: str | None = None, project: Path | None = None) -> Server
     """A server for `board` (a template) or for the generated project in `project`."""
     if project is not None:
         handler = MemplaceHandler.for_project(project, board)
-        default_board = board or (handler.board.name if handler.board else None)
     else:
-        handler = MemplaceHandler(load_board(board) if board else None)
-        default_board = board
-    options = project_options.with_defaults(board=default_board)
-    return Server(handler, options, describe=describe)
+        options = project_options.with_defaults(board=board)
+        handler = MemplaceHandler(load_board(board) if board else None, options=options)
+    return Server(handler, describe=describe)
 
 
 def serve(

@@ -14,6 +14,12 @@ TVM's own server (`tvm.micro.project_api.server`), whose wording the messages fo
 unexpected exception is a plain -32000 `ServerError` whose message is `calling method
 NAME` and whose `data` holds the exception and its traceback, and a request without an
 `id` is answered (with `id` null), not taken for a notification.
+
+Also as in TVM's server, the project options are the handler's business: the server
+serves the options the handler's `server_info_query` reply lists and hands each method's
+`options` object to the handler as it came; a handler checks it with `check_options`
+against the options it declares. Unlike TVM's server, this one answers a line that is not
+JSON (-32700) and goes on serving, where TVM's stops reading without a reply.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO, Protocol
@@ -65,10 +71,8 @@ class RPCError(Exception):
         self.data = data
 
     def to_json(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        # `data` null rather than left out, as TVM's server sends it.
+        return {"code": self.code, "message": self.message, "data": self.data}
 
     def __str__(self) -> str:
         return self.message
@@ -182,7 +186,9 @@ _FALSE = ("false", "no", "off", "0")
 @dataclass(frozen=True)
 class ProjectOption:
     """One project option: what it is, its type and default, and which methods require
-    or accept it. Declared once; the server, the command line and the docs read it."""
+    or accept it. Declared once, as data: a handler serves its options in its
+    `server_info_query` reply and checks requests against them (`check_options`); the
+    command line and the docs read them too."""
 
     name: str
     type: str
@@ -306,6 +312,35 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def check_options(
+    declared: Sequence[ProjectOption], method: str, given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The options `method` takes among `given`, converted to their types, defaults
+    filled in; raises InvalidParams naming the option. Options of other methods are let
+    through unread, as TVM sends every option to every method; names none of `declared`
+    has are refused."""
+    by_name = {option.name: option for option in declared}
+    unknown = sorted(name for name in given if name not in by_name)
+    if unknown:
+        known = ", ".join(by_name) or "none"
+        raise InvalidParams(f"{method}: no option {', '.join(unknown)}; options: {known}")
+    values: dict[str, Any] = {}
+    for option in declared:
+        if not option.accepted_by(method):
+            continue
+        value = given.get(option.name)
+        if value is None:
+            if option.default is None and method in option.required:
+                raise InvalidParams(f"{method}: option {option.name} is required")
+            values[option.name] = option.default
+            continue
+        try:
+            values[option.name] = option.convert(value)
+        except ValueError as exc:
+            raise InvalidParams(f"{method}: option {option.name}: {exc}") from None
+    return values
+
+
 # -- methods ---------------------------------------------------------------------------
 
 _NONE = type(None)
@@ -345,9 +380,12 @@ OPTION_METHODS = tuple(
 
 
 class Handler(Protocol):
-    """What does the work behind the server. Values arrive checked and converted:
-    paths as `Path`, options as {name: value} with defaults filled in, transport data as
-    bytes. Raise `ServerError` subclasses (or errors the server's `describe` accepts)."""
+    """What does the work behind the server, called as TVM's server calls its handler.
+    Parameters arrive checked and converted (paths as `Path`, transport data as bytes);
+    `options` arrives as the client sent it, for the handler to check (`check_options`).
+    `server_info_query` lists the handler's options under `project_options`
+    (`ProjectOption`s or their JSON). Raise `ServerError` subclasses, `InvalidParams`
+    for options the handler cannot take, or errors the server's `describe` accepts."""
 
     def server_info_query(self, tvm_version: str) -> dict[str, Any]: ...
 
@@ -382,16 +420,12 @@ class Server:
 
     `describe` names the handler's own expected errors: for an exception it returns the
     `data` of a -32000 reply (its message is the exception's class name), or None for an
-    unexpected one, which becomes -32603 with a traceback.
+    unexpected one, which becomes TVM's plain -32000 `ServerError` (`calling method
+    NAME`) with its traceback.
     """
 
     handler: Handler
-    options: Sequence[ProjectOption] = ()
     describe: Callable[[BaseException], dict[str, Any] | None] = _no_description
-    _by_name: dict[str, ProjectOption] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._by_name = {option.name: option for option in self.options}
 
     def serve(self, read_file: BinaryIO, write_file: BinaryIO) -> None:
         """Answer requests until `read_file` ends."""
@@ -469,22 +503,26 @@ class Server:
         if method == "server_info_query":
             info = dict(handler.server_info_query(values["tvm_version"]))
             info.setdefault("protocol_version", PROTOCOL_VERSION)  # as TVM's server
-            info["project_options"] = [option.to_json() for option in self.options]
+            info["project_options"] = [
+                option.to_json() if isinstance(option, ProjectOption) else option
+                for option in info.get("project_options") or ()
+            ]
             return info
+        # The options go to the handler as they came, which is the one to judge them.
         if method == "generate_project":
             crt = values["standalone_crt_dir"]
             return handler.generate_project(
                 _path(values, "model_library_format_path"),
                 None if crt is None else _path(values, "standalone_crt_dir"),
                 _path(values, "project_dir"),
-                self.checked_options(method, values["options"]),
+                values["options"],
             )
-        if method in ("build", "flash"):
-            call = handler.build if method == "build" else handler.flash
-            return call(self.checked_options(method, values["options"]))
+        if method == "build":
+            return handler.build(options=values["options"])  # by name, as TVM's server
+        if method == "flash":
+            return handler.flash(options=values["options"])
         if method == "open_transport":
-            timeouts = handler.open_transport(self.checked_options(method, values["options"]))
-            return {"timeouts": timeouts}
+            return {"timeouts": handler.open_transport(values["options"])}
         if method == "close_transport":
             handler.close_transport()
             return None
@@ -498,30 +536,6 @@ class Server:
             return {"data": base64.b85encode(data).decode("ascii")}
         handler.write_transport(_b85decode(values["data"]), timeout)
         return None
-
-    def checked_options(self, method: str, given: Mapping[str, Any]) -> dict[str, Any]:
-        """The options `method` takes, converted to their types, defaults filled in.
-        Options of other methods are let through unread, as TVM sends every option to
-        every method; names nobody declared are refused."""
-        unknown = sorted(name for name in given if name not in self._by_name)
-        if unknown:
-            known = ", ".join(self._by_name) or "none"
-            raise InvalidParams(f"{method}: no option {', '.join(unknown)}; options: {known}")
-        values: dict[str, Any] = {}
-        for option in self.options:
-            if not option.accepted_by(method):
-                continue
-            value = given.get(option.name)
-            if value is None:
-                if option.default is None and method in option.required:
-                    raise InvalidParams(f"{method}: option {option.name} is required")
-                values[option.name] = option.default
-                continue
-            try:
-                values[option.name] = option.convert(value)
-            except ValueError as exc:
-                raise InvalidParams(f"{method}: option {option.name}: {exc}") from None
-        return values
 
 
 def fd_problem(read_fd: int | None, write_fd: int | None) -> str | None:

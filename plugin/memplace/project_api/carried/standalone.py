@@ -24,7 +24,15 @@ from typing import Any
 from .build import SettingError, settings_from
 from .build import build as build_project
 from .processes import check, find_tool, start
-from .server import EXIT_CODES, ProjectOption, Server, ServerError, fd_problem, serve_on
+from .server import (
+    EXIT_CODES,
+    ProjectOption,
+    Server,
+    ServerError,
+    check_options,
+    fd_problem,
+    serve_on,
+)
 from .transport import TIMEOUTS, ConsoleTransport, TransportMethods
 
 log = logging.getLogger("memplace.project_api")
@@ -94,7 +102,8 @@ class CarriedProject:
 
 
 class ProjectHandler(TransportMethods):
-    """The work behind each Project API method, for the project the server sits in."""
+    """The work behind each Project API method, for the project the server sits in. It
+    serves the project options memplace stored and checks each request's against them."""
 
     def __init__(self, project: CarriedProject) -> None:
         self.project = project
@@ -106,6 +115,7 @@ class ProjectHandler(TransportMethods):
             "is_template": False,
             "model_library_format_path": str(self.project.folder / MODEL_ARCHIVE),
             "project_dir": str(self.project.folder),
+            "project_options": list(self.project.options),
             **self.project.board_info,
         }
 
@@ -116,6 +126,7 @@ class ProjectHandler(TransportMethods):
         project_dir: Path,
         options: dict[str, Any],
     ) -> Any:
+        options = check_options(self.project.options, "generate_project", options)
         if options.get("project_type") == "host_driven":
             raise InputError(host_driven(), key="project_type")
         raise InputError(
@@ -127,6 +138,7 @@ class ProjectHandler(TransportMethods):
     def build(self, options: dict[str, Any]) -> dict[str, Any]:
         """Configure the project with CMake and Ninja (when needed), then build it, with
         the settings TVM's options give (`build.settings_from`)."""
+        options = check_options(self.project.options, "build", options)
         try:
             settings = settings_from(options)
             output = build_project(self.project.folder, settings, self.project.tool)
@@ -142,6 +154,7 @@ class ProjectHandler(TransportMethods):
     def flash(self, options: dict[str, Any]) -> dict[str, Any]:
         """Program the board with its own flash command; for a board that runs under QEMU
         there is nothing to do, as QEMU loads the images when the transport opens."""
+        options = check_options(self.project.options, "flash", options)
         runner = self._runner(options)
         if runner == EMULATOR:
             return {"runner": runner, "flashed": False}
@@ -166,6 +179,7 @@ class ProjectHandler(TransportMethods):
     def open_transport(self, options: dict[str, Any]) -> dict[str, Any]:
         """Start the firmware under QEMU with the stored command; its console is the
         transport."""
+        options = check_options(self.project.options, "open_transport", options)
         runner = self._runner(options)
         argv = self.project.commands.get(EMULATOR)
         if runner != EMULATOR or argv is None:
@@ -217,7 +231,7 @@ def describe(exc: BaseException) -> dict[str, Any] | None:
 
 
 def make_server(project: CarriedProject) -> Server:
-    return Server(ProjectHandler(project), project.options, describe=describe)
+    return Server(ProjectHandler(project), describe=describe)
 
 
 def main(folder: Path, argv: Sequence[str] | None = None) -> int:
