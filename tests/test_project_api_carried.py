@@ -275,8 +275,15 @@ def test_the_carried_server_refuses_what_it_cannot_do(served: tuple[Path, Client
         api.read_transport(10**30, 1.0)
     with pytest.raises(InvalidParams, match="timeout_sec is from 0 to 86400"):
         api.write_transport(b"x", 1e300)
+    # The server passes options as they came; the project's handler judges them.
     with pytest.raises(InvalidParams, match="flash: option erase: expected a bool"):
         api.flash({"erase": "perhaps"})
+    with pytest.raises(InvalidParams, match="build: no option bar; options: board, project_type"):
+        api.build({"bar": "baz"})
+    with pytest.raises(InvalidParams, match="build: option verbose: expected a bool"):
+        api.build({"verbose": "loud"})
+    with pytest.raises(InvalidParams, match="open_transport: option runner: 'jlink' is not one"):
+        api.open_transport({"runner": "jlink"})
     with pytest.raises(RemoteError) as caught:
         api.open_transport({"runner": "pyocd"})
     assert caught.value.name == "InputError"
