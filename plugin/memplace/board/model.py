@@ -172,7 +172,7 @@ def _core_data(core: Core) -> dict[str, Any]:
         }
         if core.release.handshake:
             release["handshake"] = core.release.handshake
-    return {
+    data = {
         "cpu": core.cpu,
         "float_abi": core.float_abi,
         "layout": dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True)),
@@ -180,6 +180,9 @@ def _core_data(core: Core) -> dict[str, Any]:
         "release": release,
         "rtos": core.rtos,
     }
+    if core.image is not None:
+        data["image"] = core.image
+    return data
 
 
 def _context_data(context: Context) -> dict[str, Any]:
@@ -243,6 +246,7 @@ def _core_from(name: str, data: Mapping[str, Any]) -> Core:
         boot=data.get("boot", 0),
         release=release,
         rtos=data.get("rtos", "none"),
+        image=data.get("image"),
     )
 
 

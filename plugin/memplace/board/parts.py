@@ -57,6 +57,10 @@ MAX_PRIORITY = 255
 
 RELEASE_HANDSHAKES = ("rp2040-sio-fifo",)
 
+# Where the vector table of a core that runs another core's image goes by default, past
+# that core's own: 2K holds the largest Cortex-M table (16 + 496 entries of 4 bytes).
+JOINED_VECTORS_OFFSET = 0x800
+
 
 @dataclass(frozen=True)
 class Memory:
@@ -135,6 +139,13 @@ class Core:
     boot: int = 0
     release: Release | None = None
     rtos: str = "none"
+    # The core whose image (ELF) this one runs; None: its own image, laid out by `layout`.
+    image: str | None = None
+
+    @property
+    def image_name(self) -> str:
+        """The image this core runs: its own, or the one `image` names."""
+        return self.image or self.name
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from memplace.board.parts import (
     CPUS,
     DEVICE_KINDS,
     FLOAT_ABIS,
+    JOINED_VECTORS_OFFSET,
     LAYOUT_KEYS,
     MAX_PRIORITY,
     MEMORY_KINDS,
@@ -102,7 +103,10 @@ BOARD_KEYS = (
 CORE_KEYS = (
     Key("cpu", "the -mcpu of this core", required=True),
     Key("float_abi", "hard, softfp or soft (default soft)"),
-    Key("layout", "which memory holds each part of this core's own image", required=True),
+    Key(
+        "layout",
+        "which memory holds each part of this core's own image (required unless `image` is set)",
+    ),
     Key(
         "boot",
         "address of the vector table the core starts from, as it sees it "
@@ -110,6 +114,11 @@ CORE_KEYS = (
     ),
     Key("release", "how another core starts this one; absent: it starts at reset"),
     Key("rtos", "none or freertos: what switches this core's tasks (default none)"),
+    Key(
+        "image",
+        "another core whose image (ELF) this core runs, with contexts, stacks and a vector "
+        "table of its own; it releases this core",
+    ),
 )
 
 LAYOUT_FIELDS = (
@@ -301,7 +310,16 @@ class BoardReader:
             if key in devices:
                 raise node.key_error(f"{key!r} names both a core and a device; rename one")
         memories = self._memories(core_names, devices)
-        cores = {key: self._core(node, memories) for key, node in cores_node.items()}
+        cores = {
+            key: self._core(node, memories)
+            for key, node in cores_node.items()
+            if not _runs_other_image(node)
+        }
+        owners = dict(cores)
+        for key, node in cores_node.items():
+            if _runs_other_image(node):
+                cores[key] = _joined_core(node, memories, owners, core_names)
+        cores = {key: cores[key] for key in core_names}
         _check_releases(cores_node, cores)
         _check_shared_layouts(cores_node, cores)
         _check_views(root.child("memories"), cores, memories)
@@ -320,6 +338,7 @@ class BoardReader:
         if not context_specs:
             raise contexts_node.error("a board needs at least one context")
         _check_contexts(contexts_node, context_specs, cores)
+        _check_image_entries(context_specs, cores)
         pools, stacks = reserve(pool_specs, context_specs, memories, cores, self.doc.file)
         contexts = {spec.name: spec.build(stacks) for spec in context_specs}
         run = self._run()
@@ -388,6 +407,11 @@ class BoardReader:
         if float_abi != "soft" and cpu in CPUS_WITHOUT_FPU:
             raise item.child("float_abi").error(
                 f"{cpu} has no floating-point unit; use float_abi: soft"
+            )
+        if not item.has("layout"):
+            raise item.error(
+                f"core {name!r} needs a `layout` (where its image goes), or `image: CORE` to "
+                f"run another core's image"
             )
         layout = _layout(item.child("layout"), name, memories)
         vectors = memories[layout.vectors]
@@ -749,6 +773,8 @@ def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
     """Two images never put their own sections in one memory: each grows from its bottom."""
     owner: dict[str, str] = {}
     for name, core in cores.items():
+        if core.image is not None:
+            continue  # it runs another core's image: nothing of its own to place
         layout_node = cores_node.child(name).child("layout")
         for part, memory in zip(LAYOUT_KEYS, core.layout.memories(), strict=True):
             first = owner.setdefault(memory, name)
@@ -844,4 +870,113 @@ def _check_preempts(spec: ContextSpec, by_name: Mapping[str, ContextSpec]) -> No
             raise place.error(
                 f"an exception preempts only a less urgent one: give {spec.name!r} a priority "
                 f"below {target.priority} (lower is more urgent)"
+            )
+
+
+def _runs_other_image(node: Node) -> bool:
+    return isinstance(node.value, dict) and node.has("image")
+
+
+def _joined_core(
+    item: Node, memories: Mapping[str, Memory], owners: Mapping[str, Core], names: list[str]
+) -> Core:
+    """A core that runs the image of another (`image: OWNER`), as the Pico SDK's two cores
+    run one image: the owner's layout, the owner's cpu and float ABI, started by the owner
+    once its reset code has set the image's data up, from a vector table of its own."""
+    name = _name(item, item.path[-1])
+    item.mapping(_names(CORE_KEYS), required=_required(CORE_KEYS))
+    image_node = item.child("image")
+    image = image_node.name()
+    if image == name:
+        raise image_node.error(
+            f"core {name!r} names itself; a core runs its own image without `image`"
+        )
+    if image not in names:
+        others = [other for other in names if other != name]
+        raise image_node.error(f"no core {image!r}; {suggest(image, others)}")
+    if image not in owners:
+        raise image_node.error(
+            f"core {image!r} itself runs another core's image; name the core whose image it is"
+        )
+    owner = owners[image]
+    if item.has("layout"):
+        raise item.child("layout").key_error(
+            f"core {name!r} runs the image of core {image!r}, whose layout says where it goes; "
+            f"remove `layout`"
+        )
+    cpu = item.child("cpu").choice(CPUS)
+    if cpu != owner.cpu:
+        raise item.child("cpu").error(
+            f"one image is built for one cpu: core {image!r} is {owner.cpu}, so core {name!r} "
+            f"cannot run its image as {cpu}"
+        )
+    float_abi = owner.float_abi
+    if item.has("float_abi"):
+        float_abi = item.child("float_abi").choice(FLOAT_ABIS)
+        if float_abi != owner.float_abi:
+            raise item.child("float_abi").error(
+                f"one image has one float ABI: core {image!r} uses {owner.float_abi}, "
+                f"not {float_abi}"
+            )
+    _check_joined_memories(image_node, name, owner, memories)
+    if not item.has("release"):
+        raise item.error(
+            f"core {name!r} runs the image of core {image!r}, which starts it once the image's "
+            f"data is set up: add release: {{by: {image}, ...}}"
+        )
+    release = _release(item.child("release"))
+    if release.by != image:
+        raise item.child("release").child("by").error(
+            f"core {name!r} runs the image of core {image!r}: core {image!r} releases it, "
+            f"after its reset code has set the image's data up"
+        )
+    vectors = memories[owner.layout.vectors]
+    boot = owner.boot + JOINED_VECTORS_OFFSET
+    if item.has("boot"):
+        boot = _boot(item.child("boot"), name, vectors)
+        if boot <= owner.boot:
+            raise item.child("boot").error(
+                f"the vector table of core {name!r} goes after that of core {image!r}, which "
+                f"starts at 0x{owner.boot:08x}"
+            )
+    elif boot >= vectors.address_for(name) + vectors.size:
+        raise item.error(
+            f"no room for core {name!r}'s vector table in memory {vectors.name!r}; set `boot`"
+        )
+    rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
+    return Core(name, cpu, float_abi, owner.layout, boot, release, rtos, image=image)
+
+
+def _check_joined_memories(
+    node: Node, name: str, owner: Core, memories: Mapping[str, Memory]
+) -> None:
+    """The image is linked as its owner sees memory: the core that joins it must reach every
+    memory of the image, and see every memory both reach at the same address."""
+    for memory in dict.fromkeys(owner.layout.memories()):
+        if name not in memories[memory].access:
+            raise node.error(
+                f"core {name!r} cannot access memory {memory!r}, which holds the image of core "
+                f"{owner.name!r}; add it to that memory's access list"
+            )
+    for seen in memories.values():
+        both = name in seen.access and owner.name in seen.access
+        if both and seen.address_for(name) != seen.address_for(owner.name):
+            raise node.error(
+                f"cores {owner.name!r} and {name!r} see memory {seen.name!r} at different "
+                f"addresses, so one image cannot serve both"
+            )
+
+
+def _check_image_entries(specs: list[ContextSpec], cores: Mapping[str, Core]) -> None:
+    """Contexts of different cores that run one image start at functions of that one image:
+    each needs an entry of its own."""
+    entries: dict[tuple[str, str], ContextSpec] = {}
+    for spec in specs:
+        core = cores[spec.core]
+        first = entries.setdefault((core.image_name, spec.entry), spec)
+        if first.core != spec.core:
+            raise (spec.node.get("entry") or spec.node).error(
+                f"context {first.name!r} of core {first.core!r} already starts at "
+                f"{spec.entry}() in the image core {spec.core!r} runs too; give this context an "
+                f"entry of its own (entry: NAME)"
             )

@@ -251,7 +251,9 @@ def _image_slices(board: Board, reserved: dict[str, int]) -> dict[tuple[str, str
     slices = {}
     for memory in board.memories.values():
         holders = [
-            core.name for core in board.cores.values() if memory.name in core.layout.memories()
+            core.name
+            for core in board.cores.values()
+            if core.image is None and memory.name in core.layout.memories()
         ]
         end = reserved.get(memory.name, memory.origin + memory.size)
         share = (end - memory.origin) // max(len(holders), 1) // 8 * 8
@@ -311,7 +313,8 @@ def _core(
             }
         )
     stacks = [s for s in plan.stacks if board.contexts[s.owner].core == core.name]
-    for stack in stacks:
+    joined = _joined(board, plan, core)
+    for stack in [*stacks, *(s for j in joined for s in j["stacks"])]:
         regions.append(
             {
                 "name": f"stack_{stack.c_name}",
@@ -332,7 +335,9 @@ def _core(
     if options.project_type == "exerciser":
         for isr in isrs:
             _check_raisable(isr, core)
-    entry = "app_main" if options.project_type == "app" else main.entry
+    # A core that runs another's image starts at its own context's entry, app or not: the
+    # image has one app_main, the owner's.
+    entry = "app_main" if options.project_type == "app" and not core.image else main.entry
     return {
         "name": core.name,
         "cpu": core.cpu,
@@ -366,6 +371,10 @@ def _core(
             for p in foreign_pools
         ],
         "stacks": [_stack(s, board) for s in stacks],
+        "image": core.image_name,
+        "boot": core.boot,
+        "joined": [{**j, "stacks": [_stack(s, board) for s in j["stacks"]]} for j in joined],
+        "runs_define": f"MEMPLACE_RUNS_{core.name}",
         "threads": [_thread(plan, s, isrs, core, board) for s in stacks if s.thread is not None],
         "main_stack": main.name,
         "entry": entry,
@@ -391,7 +400,7 @@ def _core(
             _checked(plan.workload, p) for p in plan.placements if p.stack == main.name
         ],
         "stack_area": next((s.planned for s in stacks if s.context == main.name), 0),
-        "sources": _sources(core, plan.workload, options),
+        "sources": _sources(core, plan.workload, options, board),
     }
 
 
@@ -488,7 +497,11 @@ def _release(board: Board, core: Core) -> dict[str, Any]:
 
 
 def _held_by_others(board: Board, memory: str) -> list[str]:
-    return [core.name for core in board.cores.values() if memory in core.layout.memories()]
+    return [
+        core.name
+        for core in board.cores.values()
+        if core.image is None and memory in core.layout.memories()
+    ]
 
 
 def _priority_bits(core: Core) -> int:
@@ -540,8 +553,28 @@ def _checked(workload: str, placement: Placement) -> dict[str, Any]:
     }
 
 
-def _sources(core: Core, workload: str, options: RenderOptions) -> list[str]:
+def _sources(core: Core, workload: str, options: RenderOptions, board: Board) -> list[str]:
+    """The sources of the image `core` runs: its own and those of the cores that join it."""
     sources = [f"memplace/{core.name}/startup.c", f"memplace/src/{workload}_pools.c"]
     if options.project_type == "exerciser":
         sources.append(f"src/exerciser_{core.name}.c")
+    for other in board.cores.values():
+        if other.image == core.name:
+            sources.append(f"memplace/{other.name}/startup.c")
+            if options.project_type == "exerciser":
+                sources.append(f"src/exerciser_{other.name}.c")
     return sources
+
+
+def _joined(board: Board, plan: Plan, core: Core) -> list[dict[str, Any]]:
+    """The cores that run the image of `core`: the address of each one's vector table, and
+    its stacks, which this image's linker script places."""
+    return [
+        {
+            "name": other.name,
+            "vectors": other.boot,
+            "stacks": [s for s in plan.stacks if board.contexts[s.owner].core == other.name],
+        }
+        for other in board.cores.values()
+        if other.image == core.name
+    ]

@@ -95,7 +95,43 @@ class _CoreChecker:
                 findings += self._check_stack(stack)
         findings += self._check_sections()
         findings += self._check_copies()
+        findings += self._check_joined_vectors()
         return findings
+
+    def _check_joined_vectors(self) -> list[Finding]:
+        """A core that runs another core's image starts from its own vector table, where its
+        release points it: at its `boot` address, with its main stack's top and a reset
+        handler of the image."""
+        core = self.board.cores[self.core]
+        if core.image is None:
+            return []
+        name = f"memplace_vectors_{self.core}"
+        symbol = self.image.get_symbol(name)
+        if symbol is None:
+            return [self.finding("vectors", self.core, f"{name} is missing from {self.file}")]
+        if symbol.address != core.boot:
+            return [
+                self.finding(
+                    "vectors",
+                    self.core,
+                    f"{name} is at 0x{symbol.address:08x}, but core {self.core}'s release "
+                    f"starts it from 0x{core.boot:08x}",
+                )
+            ]
+        table = self.image.read(symbol.address, 8)
+        stack = next((s for s in self.plan.stacks if s.context == _main_context(self)), None)
+        if table is None or stack is None:
+            return []
+        sp, reset = struct.unpack("<II", table)
+        top = self._expected(stack.memory, stack.address) + stack.budget
+        problems = []
+        if sp != top:
+            problems.append(
+                f"its stack pointer is 0x{sp:08x}, not the top of its stack 0x{top:08x}"
+            )
+        if not any(s.kind == "func" and s.address == reset & ~1 for s in self.image.symbols):
+            problems.append(f"its reset entry 0x{reset:08x} is no function of the image")
+        return [self.finding("vectors", self.core, f"{name}: {problem}") for problem in problems]
 
     def _expected(self, memory: str, address: int) -> int:
         return address + self.board.memories[memory].shift(self.core)
@@ -392,3 +428,11 @@ def _check_shared_memory(
                 pool.name,
                 f"{name} has different system addresses in the images: {where}",
             )
+
+
+def _main_context(checker: _CoreChecker) -> str | None:
+    """The context whose stack a core starts on: its first thread context with a stack."""
+    for context in checker.board.contexts.values():
+        if context.core == checker.core and context.kind == "thread" and context.stack:
+            return context.name
+    return None

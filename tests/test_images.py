@@ -1,0 +1,260 @@
+"""Several cores running one image (`cores.<c>.image`): the loader's rules, each refusal
+as a user meets it, and the image built, run under QEMU and verified."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from conftest import cli_error, run_cli
+from memplace.board import load_board
+from memplace.layout import BUILD_DIR
+
+WORKLOAD = """\
+memplace: workload/v1
+name: duo
+steps: [s0, s1, s2]
+buffers:
+  - {name: a, size: 4K, live: [s0, s1], users: [main]}
+  - {name: b, size: 2K, live: [s1, s2], users: [main1]}
+  - {name: shared, size: 1K, live: [s0, s2], users: [main, main1]}
+  - {name: tmp, size: 256, live: [s1, s1], scope: local, users: [main1]}
+"""
+
+# Two Cortex-M33 of QEMU's mps2-an521 that run one image from SSRAM0: cpu0 releases cpu1
+# by pointing INITSVTOR1 at cpu1's vector table in that image (2K past cpu0's).
+CPU1 = """\
+  cpu1:
+    cpu: cortex-m33
+    image: cpu0
+    release:
+      by: cpu0
+      steps:
+        - {write: 0x50021114, value: 0x10000800}
+        - {clear: 0x50021118, mask: 0x2}
+"""
+
+
+def _board(cpu1: str = CPU1, entry1: str = "main1", extra: str = "", views: str = "") -> str:
+    image_access = "cpu0, cpu1, cpu2" if "cpu2" in extra else "cpu0, cpu1"
+    return f"""\
+memplace: board/v1
+name: an521-one-image
+cores:
+  cpu0:
+    cpu: cortex-m33
+    float_abi: hard
+    layout: {{vectors: ssram0, code: ssram0, data: ssram0, load: ssram0}}
+{cpu1}{extra}memories:
+  ssram0: {{origin: 0x10000000, size: 4M, attrs: rwx, kind: sram, access: [{image_access}]}}
+  sram:   {{origin: 0x30000000, size: 128K, attrs: rwx, kind: sram, access: [cpu0, cpu1]{views}}}
+pools:
+  sram_ws: {{memory: sram, size: 96K, kind: workspace}}
+contexts:
+  main: {{core: cpu0, entry: main, stack: {{memory: sram, size: 8K}}}}
+  main1: {{core: cpu1, entry: {entry1}, stack: {{memory: sram, size: 8K}}}}
+run:
+  qemu: {{machine: mps2-an521}}
+"""
+
+
+CPU2 = """\
+  cpu2:
+    cpu: cortex-m33
+    float_abi: hard
+    layout: {vectors: ssram0, code: ssram0, data: ssram0, load: ssram0}
+    release: {by: cpu0, steps: [{write: 0x50021114, value: 0x10000000}]}
+"""
+
+
+def _files(tmp_path: Path, board: str) -> tuple[Path, Path]:
+    path = tmp_path / "board.yaml"
+    path.write_text(board)
+    workload = tmp_path / "duo.yaml"
+    workload.write_text(WORKLOAD)
+    return path, workload
+
+
+def _refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, board: str, line: int, message: str
+) -> None:
+    path, workload = _files(tmp_path, board)
+    error = cli_error(capsys, "plan", path, workload)
+    assert re.match(rf"memplace: error: {re.escape(str(path))}:{line}:\d+: ", error), error
+    assert message in error, error
+
+
+@pytest.mark.parametrize(
+    ("cpu1", "line", "message"),
+    [
+        (
+            CPU1.replace("image: cpu0", "image: cpu9"),
+            10,
+            "no core 'cpu9'; did you mean 'cpu0'?",
+        ),
+        (
+            CPU1.replace("image: cpu0", "image: cpu1"),
+            10,
+            "core 'cpu1' names itself; a core runs its own image without `image`",
+        ),
+        (
+            CPU1.replace("cortex-m33", "cortex-m4"),
+            9,
+            "one image is built for one cpu: core 'cpu0' is cortex-m33, so core 'cpu1' cannot "
+            "run its image as cortex-m4",
+        ),
+        (
+            CPU1.replace("image: cpu0", "image: cpu0\n    float_abi: soft"),
+            11,
+            "one image has one float ABI: core 'cpu0' uses hard, not soft",
+        ),
+        (
+            CPU1.replace(
+                "image: cpu0", "image: cpu0\n    layout: {vectors: sram, code: sram, data: sram}"
+            ),
+            11,
+            "core 'cpu1' runs the image of core 'cpu0', whose layout says where it goes; "
+            "remove `layout`",
+        ),
+        (
+            CPU1[: CPU1.index("    release")],
+            9,
+            "core 'cpu1' runs the image of core 'cpu0', which starts it once the image's data "
+            "is set up: add release: {by: cpu0, ...}",
+        ),
+        (
+            CPU1.replace("    image: cpu0\n", ""),
+            9,
+            "core 'cpu1' needs a `layout` (where its image goes), or `image: CORE` to run "
+            "another core's image",
+        ),
+        (
+            CPU1.replace("image: cpu0", "image: cpu0\n    boot: 0x10000000"),
+            11,
+            "the vector table of core 'cpu1' goes after that of core 'cpu0', which starts at "
+            "0x10000000",
+        ),
+    ],
+    ids=[
+        "unknown",
+        "itself",
+        "other-cpu",
+        "other-float-abi",
+        "layout",
+        "no-release",
+        "neither",
+        "boot-before",
+    ],
+)
+def test_a_core_running_another_cores_image_is_refused_where_the_board_says_wrong(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu1: str, line: int, message: str
+) -> None:
+    _refused(capsys, tmp_path, _board(cpu1), line, message)
+
+
+def test_a_core_cannot_run_an_image_that_is_itself_shared(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    chained = CPU2.replace(
+        "    float_abi: hard\n    layout: {vectors: ssram0, code: ssram0, data: ssram0, "
+        "load: ssram0}\n",
+        "    image: cpu1\n",
+    )
+    _refused(
+        capsys,
+        tmp_path,
+        _board(extra=chained),
+        18,
+        "core 'cpu1' itself runs another core's image; name the core whose image it is",
+    )
+
+
+def test_the_core_whose_image_it_is_releases_the_core_that_runs_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cpu1 = CPU1.replace("by: cpu0", "by: cpu2")
+    _refused(
+        capsys,
+        tmp_path,
+        _board(
+            cpu1,
+            extra=CPU2.replace(
+                "    release: {by: cpu0, steps: [{write: 0x50021114, value: 0x10000000}]}\n", ""
+            ),
+        ),
+        12,
+        "core 'cpu1' runs the image of core 'cpu0': core 'cpu0' releases it, after its "
+        "reset code has set the image's data up",
+    )
+
+
+def test_contexts_of_one_image_need_entries_of_their_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _refused(
+        capsys,
+        tmp_path,
+        _board(entry1="main"),
+        23,
+        "context 'main' of core 'cpu0' already starts at main() in the image core 'cpu1' runs "
+        "too; give this context an entry of its own (entry: NAME)",
+    )
+
+
+def test_a_core_must_reach_and_see_the_image_as_its_owner_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _refused(
+        capsys,
+        tmp_path,
+        _board(views=", views: {cpu1: 0x20000000}"),
+        10,
+        "cores 'cpu0' and 'cpu1' see memory 'sram' at different addresses, so one image "
+        "cannot serve both",
+    )
+    unreached = _board().replace(
+        "kind: sram, access: [cpu0, cpu1]}\n  sram:", "kind: sram, access: [cpu0]}\n  sram:"
+    )
+    _refused(
+        capsys,
+        tmp_path,
+        unreached,
+        10,
+        "core 'cpu1' cannot access memory 'ssram0', which holds the image of core 'cpu0'",
+    )
+
+
+@pytest.mark.qemu
+def test_two_cores_run_one_image_under_qemu(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path, workload = _files(tmp_path, _board())
+    out = tmp_path / "p"
+    code, stdout, err = run_cli(capsys, "check", path, workload, "--out", out, "--json")
+    assert code == 0, stdout + err
+    # One image: cpu1's vector table in it, at the address its release writes to INITSVTOR1.
+    assert sorted(p.name for p in (out / BUILD_DIR).glob("*.elf")) == ["cpu0.elf"]
+    assert not (out / "memplace/cpu1/linker.ld").exists()
+    board = load_board(path)
+    with (out / BUILD_DIR / "cpu0.elf").open("rb") as stream:
+        elf = ELFFile(stream)
+        table = elf.get_section_by_name(".vectors.cpu1")
+        assert table is not None and table["sh_addr"] == 0x10000800 == board.cores["cpu1"].boot
+        sp, _reset = struct.unpack("<II", table.data()[:8])
+        stack = board.contexts["main1"].stack
+        assert stack is not None and sp == stack.address + stack.size
+    report = json.loads(stdout)
+    assert report["ok"], report
+    stacks = {s["context"]: s for s in report["stacks"]}
+    # Both cores ran and painted their own stacks; each measured mark is under its bound.
+    for context in ("main", "main1"):
+        measured, bound = stacks[context]["measured"], stacks[context]["static_bound"]
+        assert measured is not None and 0 < measured <= bound, stacks[context]
+    assert stacks["main1"]["planned"] == 256
+    run = (out / BUILD_DIR / "run.json").read_text()
+    assert "begin duo on an521-one-image core cpu1" in run
