@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memplace.board import Board
 from memplace.build import build
-from memplace.codegen import RenderOptions, render
+from memplace.codegen import STANDALONE, RenderOptions, render
+from memplace.codegen.context import image_holders, shared_image_memories
 from memplace.errors import InputError, PlanningError
-from memplace.layout import run_record
+from memplace.layout import build_dir, run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
@@ -24,6 +26,8 @@ from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, def
 from memplace.scopes import resolve
 from memplace.source import suggest
 from memplace.verify import Report, RunLog, StackHints, parse_run, verify
+from memplace.verify.elf import POOL_SECTION, STACK_SECTION
+from memplace.verify.image import Image
 from memplace.workload import Workload
 
 DEFAULT_TIMEOUT = 60.0
@@ -64,10 +68,62 @@ def generate(
         workload_hints=workload.stack_hints,
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
+    options = _sized(board, result, options, users, out)
     files = render(board, result, project_type, options, users)
     files.update(carried_files(board, files))  # the project's own Project API server
     write_project(files, out, force=force)
     return result
+
+
+def _sized(
+    board: Board, result: Plan, options: RenderOptions, users: dict[str, tuple[str, ...]], out: Path
+) -> RenderOptions:
+    """`options` with the bytes each image takes of every memory several images share,
+    measured from a build of the project in which each image has all the room: link,
+    measure, and the project's linker scripts give each image a range of its own sized so.
+    A library project has no build of its own: its images share such memories evenly."""
+    shared = shared_image_memories(board)
+    if not shared or options.project_type not in STANDALONE:
+        return options
+    # Beside `out`, so an app's sources are at the same relative path from it.
+    scratch = out.resolve().parent / f".{out.name}.memplace-sizing"
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        sizing = replace(options, sizing=True)
+        write_project(render(board, result, options.project_type, sizing, users), scratch)
+        build(scratch)
+        sizes = {
+            memory: {
+                core: image_bytes(board, memory, core, Image.from_file(_elf(scratch, core)))
+                for core in image_holders(board, memory)
+            }
+            for memory in shared
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return replace(options, image_sizes=sizes)
+
+
+def _elf(folder: Path, core: str) -> Path:
+    return build_dir(folder) / f"{core}.elf"
+
+
+def image_bytes(board: Board, memory: str, core: str, image: Image) -> int:
+    """Bytes from the first to the last byte the image's own sections take in `memory`
+    (where they run, and their load copies), as `core` sees it; pools and stacks have
+    areas of their own and do not count."""
+    seen = board.memories[memory]
+    low, high = seen.address_for(core), seen.address_for(core) + seen.size
+    spans = []
+    for section in image.sections:
+        if not section.name.startswith((POOL_SECTION, STACK_SECTION)):
+            spans.append((section.address, section.end))
+        if section.copied:
+            spans.append((section.lma, section.lma + section.size))
+    inside = [(start, end) for start, end in spans if low <= start < high and end > start]
+    if not inside:
+        return 0
+    return max(end for _, end in inside) - min(start for start, _ in inside)
 
 
 def tflm_arena(board: Board, workload: Workload, result: Plan) -> tuple[str, int] | None:

@@ -770,21 +770,23 @@ def _check_releases(cores_node: Node, cores: Mapping[str, Core]) -> None:
             )
 
 def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
-    """Two images never put their own sections in one memory: each grows from its bottom."""
-    owner: dict[str, str] = {}
+    """Images may share a memory: memplace gives each its own range of it (`codegen`), one
+    after another, each starting at its vector table where that is in the memory. So two
+    vector tables in one memory need two boot addresses."""
+    first: dict[tuple[str, int], str] = {}
     for name, core in cores.items():
         if core.image is not None:
             continue  # it runs another core's image: nothing of its own to place
-        layout_node = cores_node.child(name).child("layout")
-        for part, memory in zip(LAYOUT_KEYS, core.layout.memories(), strict=True):
-            first = owner.setdefault(memory, name)
-            if first != name:
-                # `load` defaults to the code memory, which is checked first: every
-                # clash is on a key the file spells out.
-                raise layout_node.child(part).error(
-                    f"core {first!r} already puts its image in memory {memory!r} ({part} of "
-                    f"core {name!r}); give each core a memory of its own (split the memory in two)"
-                )
+        other = first.setdefault((core.layout.vectors, core.boot), name)
+        if other != name:
+            node = cores_node.child(name)
+            raise (node.child("boot") if node.has("boot") else node.child("layout")).error(
+                f"cores {other!r} and {name!r} both start from a vector table at "
+                f"0x{core.boot:08x} in memory {core.layout.vectors!r}; their images share that "
+                f"memory one after the other: give core {name!r} a `boot` address past the "
+                f"image of core {other!r}"
+            )
+
 
 def _check_views(memories_node: Node, cores: Iterable[str], memories: Mapping[str, Memory]) -> None:
     """No core may see two memories at overlapping addresses. The error points at the

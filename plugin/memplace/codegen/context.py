@@ -10,6 +10,7 @@ different images never overlap.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,11 @@ class RenderOptions:
     tflm_arena: tuple[str, int] | None = None
     # The workload file's `stack_hints:`, kept in the project beside the board's.
     workload_hints: tuple[StackHints, ...] = ()
+    # Bytes each image takes of each memory several images share (memory -> core -> bytes),
+    # measured from a build: each image gets a range of that memory sized so
+    # (`image_ranges`). `sizing`: the build that measures them, every image given all the room.
+    image_sizes: Mapping[str, Mapping[str, int]] | None = None
+    sizing: bool = False
 
     def storage(self, usage: PoolUsage) -> int:
         """Bytes of a pool's storage: what the plan uses, or the arena it must hold."""
@@ -180,6 +186,7 @@ def project_context(
         "sources": options.sources,
         "tflm_arena": _tflm_arena(plan, options),
         "multicore": len(board.cores) > 1,
+        "shared_image_memories": shared_image_memories(board),
         "steps": list(plan.steps),
         "pools": pools,
         "arenas": all_arenas,
@@ -246,24 +253,108 @@ def _view(board: Board, memory: str, core: str) -> int:
     return board.memories[memory].shift(core)
 
 
-def _image_slices(board: Board, reserved: dict[str, int]) -> dict[tuple[str, str], tuple[int, int]]:
+def _image_slices(
+    board: Board, reserved: dict[str, int], options: RenderOptions | None = None
+) -> dict[tuple[str, str], tuple[int, int]]:
     """(memory, core) -> [start, end) of that core's image part, in system addresses."""
     slices = {}
     for memory in board.memories.values():
-        holders = [
-            core.name
-            for core in board.cores.values()
-            if core.image is None and memory.name in core.layout.memories()
-        ]
+        holders = image_holders(board, memory.name)
         end = reserved.get(memory.name, memory.origin + memory.size)
-        share = (end - memory.origin) // max(len(holders), 1) // 8 * 8
-        for index, core in enumerate(holders):
-            start = memory.origin + index * share
-            slices[(memory.name, core)] = (
-                start,
-                end if index == len(holders) - 1 else start + share,
-            )
+        if len(holders) < 2:
+            slices.update({(memory.name, core): (memory.origin, end) for core in holders})
+            continue
+        sizes = None if options is None else options.image_sizes
+        sizing = options is not None and options.sizing
+        for core, (start, stop) in image_ranges(board, memory.name, end, sizes, sizing).items():
+            slices[(memory.name, core)] = (start, stop)
     return slices
+
+
+# Images that share a memory start on this boundary: past VTOR's 128 bytes, and a flash page
+# of the RP2040's (and most QSPI flashes).
+IMAGE_ALIGN = 256
+
+
+def image_holders(board: Board, memory: str) -> list[str]:
+    """The cores whose own image puts sections (vectors, code, data or load copies) in
+    `memory`, in board order."""
+    return [
+        core.name
+        for core in board.cores.values()
+        if core.image is None and memory in core.layout.memories()
+    ]
+
+
+def _fixed_start(board: Board, memory: str, core: str) -> int | None:
+    """Where an image must start in `memory`: at its vector table, when that is here."""
+    here = board.memories[memory]
+    own = board.cores[core]
+    if own.layout.vectors != memory:
+        return None
+    return own.boot - here.address_for(core) + here.origin
+
+
+def image_ranges(
+    board: Board,
+    memory: str,
+    end: int,
+    sizes: Mapping[str, Mapping[str, int]] | None,
+    sizing: bool = False,
+) -> dict[str, tuple[int, int]]:
+    """[start, end) of each image's own range of a memory several images share, in system
+    addresses. An image whose vector table is here starts at it (its `boot`); the others
+    start where the image before them ends, rounded up to IMAGE_ALIGN. `sizes` are the
+    measured bytes of each image in each memory (memory -> core -> bytes): each image ends
+    where the next begins, and the last takes the rest. Without sizes, the images that do
+    not start at a vector table share the room between those that do evenly; `sizing` gives
+    every image all the room from its start to `end`, for the build that measures them."""
+    holders = image_holders(board, memory)
+    here = board.memories[memory]
+    starts: dict[str, int] = {}
+    cursor = here.origin
+    measured = (sizes or {}).get(memory, {})
+    for index, core in enumerate(holders):
+        fixed = _fixed_start(board, memory, core)
+        if fixed is not None:
+            start = fixed
+        elif sizes is not None or sizing:
+            start = _align(cursor)
+        else:
+            start = _align(here.origin + index * ((end - here.origin) // len(holders)))
+        if start < cursor:
+            before = holders[index - 1]
+            raise InputError(
+                f"memory {memory!r} holds the images of cores {', '.join(holders)}: the image "
+                f"of core {before!r} takes [0x{starts[before]:08x}, 0x{cursor:08x}), past "
+                f"0x{start:08x} where the vector table of core {core!r} starts; give core "
+                f"{core!r} a later `boot`, or its image a memory of its own",
+                key=f"cores.{core}.boot",
+            )
+        starts[core] = start
+        cursor = start + measured.get(core, 0) if sizes is not None else start
+    ranges = {}
+    for index, core in enumerate(holders):
+        stop = end if sizing or index + 1 == len(holders) else starts[holders[index + 1]]
+        if starts[core] + measured.get(core, 0) > stop:
+            raise InputError(
+                f"memory {memory!r} holds the images of cores {', '.join(holders)}, "
+                f"{sum(measured.values())} bytes in all ("
+                + ", ".join(f"{c}: {measured.get(c, 0)}" for c in holders)
+                + f"), more than its {end - here.origin} bytes left for images",
+                key=f"memories.{memory}",
+            )
+        ranges[core] = (starts[core], stop)
+    return ranges
+
+
+def shared_image_memories(board: Board) -> list[str]:
+    """The memories in which several images put sections of their own."""
+    return [name for name in board.memories if len(image_holders(board, name)) > 1]
+
+
+def _align(address: int) -> int:
+    return -(-address // IMAGE_ALIGN) * IMAGE_ALIGN
 
 
 def _core(
@@ -274,7 +365,7 @@ def _core(
     reached_names = {m.name for m in reached}
     all_pools = [p for p in plan.pools if p.used]
     reserved = _reserved(board, plan)
-    slices = _image_slices(board, reserved)
+    slices = _image_slices(board, reserved, options)
     box = mailbox(board, reserved)
     if box is not None:
         box["address"] = box["system_address"] + _view(board, box["memory"], core.name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from memplace.board import POOL_ALIGN, STACK_ALIGN, Board
@@ -399,17 +400,25 @@ def _check_shared_memory(
 ) -> Iterator[Finding]:
     board = project.board
     data = board.memories[memory]
-    spans: dict[tuple[str, int, int], list[str]] = {}
+    spans: dict[tuple[str, int, int, Path], list[str]] = {}
     for core in cores:
         shift = data.shift(core)
         start, end = data.origin + shift, data.origin + shift + data.size
-        for section in images[core].sections:
+        image = images[core]
+        for section in image.sections:
             if start <= section.address < end:
-                key = (section.name, section.address - shift, section.end - shift)
+                key = (section.name, section.address - shift, section.end - shift, image.path)
                 spans.setdefault(key, []).append(core)
-    # The same section at the same system addresses in several images is one thing (a pool
-    # every image places alike); anything else sharing a byte is a clash.
-    named = [(f"{name} of {'+'.join(owners)}", lo, hi) for (name, lo, hi), owners in spans.items()]
+            # A load copy here is the image's too: programmed bytes of two images never mix.
+            if section.copied and start <= section.lma < end:
+                lma = section.lma - shift
+                key = (f"{section.name} (load copy)", lma, lma + section.size, image.path)
+                spans.setdefault(key, []).append(core)
+    # Cores that run one image (one ELF) hold its sections once; sections of different
+    # images sharing a byte are a clash, whatever their names.
+    named = [
+        (f"{name} of {'+'.join(owners)}", lo, hi) for (name, lo, hi, _), owners in spans.items()
+    ]
     for item in _overlaps(named, Finding, subject_prefix=f"{memory}: "):
         yield Finding("shared", item.subject, f"in shared memory {memory}: {item.message}")
     for pool in project.plan.pools:

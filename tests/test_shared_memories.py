@@ -1,0 +1,207 @@
+"""Several images in one memory: each image gets a range of its own, sized from a build of
+the project (link, measure, place, link again), written into the linker scripts; `verify`
+proves the ranges disjoint across the ELFs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import cli_error, run_cli
+from memplace.board import load_board
+from memplace.codegen.context import IMAGE_ALIGN, shared_image_memories
+from memplace.layout import BUILD_DIR
+from memplace.verify.image import Image
+from memplace.workflow import image_bytes
+
+WORKLOAD = """\
+memplace: workload/v1
+name: duo
+steps: [s0, s1, s2]
+buffers:
+  - {name: a, size: 4K, live: [s0, s1], users: [main]}
+  - {name: b, size: 2K, live: [s1, s2], users: [main1]}
+  - {name: tmp, size: 256, live: [s1, s1], scope: local, users: [main1]}
+"""
+
+# QEMU's mps2-an521: cpu0's whole image in SSRAM0, and cpu1's data there too (its code and
+# vector table in SSRAM1, where INITSVTOR1 points).
+DATA_SHARED = """\
+memplace: board/v1
+name: an521-shared-data
+extends: qemu-mps2-an521
+cores:
+  cpu1:
+    layout: {vectors: ssram1, code: ssram1, data: ssram0, load: ssram1}
+"""
+
+# Both images wholly in SSRAM0: cpu1's starts at its vector table, which its release names.
+ONE_MEMORY = """\
+memplace: board/v1
+name: an521-one-memory
+extends: qemu-mps2-an521
+cores:
+  cpu1:
+    layout: {vectors: ssram0, code: ssram0, data: ssram0, load: ssram0}
+    boot: BOOT
+    release:
+      by: cpu0
+      steps:
+        - {write: 0x50021114, value: BOOT}
+        - {clear: 0x50021118, mask: 0x2}
+"""
+
+
+def _write(tmp_path: Path, board: str) -> tuple[Path, Path]:
+    path = tmp_path / "board.yaml"
+    path.write_text(board)
+    workload = tmp_path / "duo.yaml"
+    workload.write_text(WORKLOAD)
+    return path, workload
+
+
+def _range(project: Path, core: str, memory: str) -> tuple[int, int]:
+    """[ORIGIN, ORIGIN + LENGTH) of `memory` in the linker script of `core`."""
+    script = (project / "memplace" / core / "linker.ld").read_text()
+    found = re.search(
+        rf"^\s*{memory}\s+\(\w+\) : ORIGIN = (0x[0-9a-f]+), LENGTH = (0x[0-9a-f]+)$",
+        script,
+        re.MULTILINE,
+    )
+    assert found, script
+    origin, length = int(found[1], 16), int(found[2], 16)
+    return origin, origin + length
+
+
+@pytest.mark.qemu
+def test_images_sharing_a_memory_get_ranges_sized_from_the_build(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    board_path, workload = _write(tmp_path, DATA_SHARED)
+    out = tmp_path / "p"
+    code, stdout, err = run_cli(capsys, "check", board_path, workload, "--out", out)
+    assert code == 0, stdout + err
+    assert "run: passed" in stdout and "verify: ok" in stdout
+    board = load_board(board_path)
+    cpu0 = _range(out, "cpu0", "ssram0")
+    cpu1 = _range(out, "cpu1", "ssram0")
+    # cpu0 boots from the start of SSRAM0; its range is what its image measures, rounded up,
+    # and cpu1's data follows it and takes the rest (below the mailbox at the top).
+    used = image_bytes(board, "ssram0", "cpu0", Image.from_file(out / BUILD_DIR / "cpu0.elf"))
+    assert 0 < used <= cpu0[1] - cpu0[0] < used + IMAGE_ALIGN
+    assert cpu0[0] == 0x10000000 and cpu1[0] == cpu0[1]
+    assert cpu1[1] == 0x10400000 - 128
+    data1 = Image.from_file(out / BUILD_DIR / "cpu1.elf").get_section(".bss")
+    assert data1 is not None and cpu1[0] <= data1.address < data1.end <= cpu1[1]
+    # The sizing build leaves nothing behind, and the same inputs give the same scripts.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["board.yaml", "duo.yaml", "p"]
+    again = tmp_path / "again"
+    assert run_cli(capsys, "generate", board_path, workload, "--out", again)[0] == 0
+    for core in ("cpu0", "cpu1"):
+        script = f"memplace/{core}/linker.ld"
+        assert (again / script).read_text() == (out / script).read_text()
+
+
+@pytest.mark.qemu
+def test_images_wholly_in_one_memory_start_at_their_vector_tables(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    board_path, workload = _write(tmp_path, ONE_MEMORY.replace("BOOT", "0x10100000"))
+    out = tmp_path / "p"
+    code, stdout, err = run_cli(capsys, "check", board_path, workload, "--out", out)
+    assert code == 0, stdout + err
+    assert _range(out, "cpu0", "ssram0") == (0x10000000, 0x10100000)
+    assert _range(out, "cpu1", "ssram0")[0] == 0x10100000
+
+
+def test_an_image_that_runs_past_the_next_vector_table_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    board_path, workload = _write(tmp_path, ONE_MEMORY.replace("BOOT", "0x10000400"))
+    out = tmp_path / "p"
+    error = cli_error(capsys, "generate", board_path, workload, "--out", out)
+    assert re.fullmatch(
+        r"memplace: error: cores\.cpu1\.boot: memory 'ssram0' holds the images of cores cpu0, "
+        r"cpu1: the image of core 'cpu0' takes \[0x10000000, 0x100[0-9a-f]{5}\), past "
+        r"0x10000400 where the vector table of core 'cpu1' starts; give core 'cpu1' a later "
+        r"`boot`, or its image a memory of its own",
+        error,
+    ), error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["board.yaml", "duo.yaml"]
+
+
+def test_images_that_do_not_fit_together_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Each image's 600 bytes of .bss fit the 1K SRAM leaves for images alone, not together.
+    board = DATA_SHARED.replace("data: ssram0", "data: sram") + (
+        "  cpu0:\n    layout: {vectors: ssram0, code: ssram0, data: sram, load: ssram0}\n"
+        "pools:\n  sram_ws: {memory: sram, size: 111K, kind: workspace}\n"
+    )
+    board_path, workload = _write(tmp_path, board)
+    workload.write_text(
+        "memplace: workload/v1\nname: duo\nbuffers:\n  - {name: a, size: 1K, live: 0}\n"
+    )
+    sources = tmp_path / "app"
+    sources.mkdir()
+    (sources / "app.c").write_text(
+        "static volatile char big[600];\nint app_main(void) { big[0] = 1; return big[0] - 1; }\n"
+    )
+    out = tmp_path / "p"
+    error = cli_error(
+        capsys,
+        "generate",
+        board_path,
+        workload,
+        "--out",
+        out,
+        "--project-type",
+        "app",
+        "--sources",
+        sources,
+    )
+    assert re.fullmatch(
+        r"memplace: error: memories\.sram: memory 'sram' holds the images of cores cpu0, "
+        r"cpu1, \d+ bytes in all \(cpu0: \d+, cpu1: \d+\), more than its 1024 bytes left "
+        r"for images",
+        error,
+    ), error
+    assert not out.exists()
+
+
+@pytest.mark.qemu
+def test_verify_finds_images_whose_ranges_overlap(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    board_path, workload = _write(tmp_path, DATA_SHARED)
+    out = tmp_path / "p"
+    assert run_cli(capsys, "generate", board_path, workload, "--out", out)[0] == 0
+    cpu0 = _range(out, "cpu0", "ssram0")
+    # Move cpu1's range down onto the end of cpu0's, as a hand edit or a stale script would.
+    script = out / "memplace" / "cpu1" / "linker.ld"
+    moved = cpu0[1] - 0x100
+    script.write_text(
+        script.read_text().replace(f"ORIGIN = 0x{cpu0[1]:08x}", f"ORIGIN = 0x{moved:08x}")
+    )
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, stdout, _ = run_cli(capsys, "verify", out, "--json")
+    assert code == 1
+    findings = [f for f in json.loads(stdout)["findings"] if f["check"] == "shared"]
+    assert findings, stdout
+    message = findings[0]["message"]
+    # Both images are named, with the addresses each takes.
+    assert re.search(
+        r"in shared memory ssram0: \S+ of cpu0 \[0x[0-9a-f]{8}, 0x[0-9a-f]{8}\) overlaps "
+        r"\S+ of cpu1 \[0x[0-9a-f]{8}, 0x[0-9a-f]{8}\)",
+        message,
+    ), message
+
+
+def test_the_bundled_boards_give_each_image_memories_of_its_own() -> None:
+    """Nothing of theirs is measured: each image's part of a memory is all of it below the
+    pools and stacks, as before images could share a memory."""
+    for name in ("qemu-mps2-an521", "qemu-mps3-an524", "stm32h747", "imxrt1176", "rp2040"):
+        assert shared_image_memories(load_board(name)) == [], name
