@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
 from conftest import cli_error, run_cli
 from memplace.board import load_board
@@ -258,3 +259,59 @@ def test_two_cores_run_one_image_under_qemu(
     assert stacks["main1"]["planned"] == 256
     run = (out / BUILD_DIR / "run.json").read_text()
     assert "begin duo on an521-one-image core cpu1" in run
+
+
+@pytest.mark.qemu
+def test_the_rp2040_builds_one_image_both_cores_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As the Pico SDK builds it: one ELF; core 1 launched over the SIO FIFO with its own
+    vector table, stack pointer and entry, all in that image."""
+    _, workload = _files(tmp_path, _board())
+    out = tmp_path / "rp"
+    assert run_cli(capsys, "generate", "rp2040", workload, "--out", out)[0] == 0
+    assert not (out / "memplace/core1/linker.ld").exists()
+    startup = (out / "memplace/core0/startup.c").read_text()
+    assert "memplace_launch_core1(0x10000900u, (const volatile uint32_t *)0x10000900u);" in startup
+    assert run_cli(capsys, "build", out)[0] == 0
+    assert sorted(p.name for p in (out / BUILD_DIR).glob("*.elf")) == ["core0.elf"]
+    code, stdout, _ = run_cli(capsys, "verify", out, "--json")
+    assert code == 0, stdout
+    report = json.loads(stdout)
+    bounds = {s["context"]: s["static_bound"] for s in report["stacks"]}
+    assert bounds["main"] > 0 and bounds["main1"] > 0
+    with (out / BUILD_DIR / "core0.elf").open("rb") as stream:
+        elf = ELFFile(stream)
+        table = elf.get_section_by_name(".vectors.core1")
+        assert table is not None and table["sh_addr"] == 0x10000900
+        sp, reset = struct.unpack("<II", table.data()[:8])
+        symbols = elf.get_section_by_name(".symtab")
+        assert isinstance(symbols, SymbolTableSection)
+        names = {s.name: s["st_value"] for s in symbols.iter_symbols()}
+    # Core 1 starts on the top of its SCRATCH_X stack, in its own reset code.
+    assert sp == 0x20041000 == names["__memplace_stack_main1_end"]
+    assert reset & ~1 == names["memplace_core1_reset"] & ~1
+    assert "core1_entry" in names and "memplace_core1_write" in names
+    shown = run_cli(capsys, "boards", "show", "rp2040")[1]
+    assert "boots at 0x10000900, released by core0, runs the image of core0" in shown
+
+
+def test_a_moved_vector_table_is_a_verify_finding(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The release points at `boot`: an image whose table for the joining core is elsewhere
+    would start it on garbage."""
+    path, workload = _files(tmp_path, _board())
+    out = tmp_path / "p"
+    assert run_cli(capsys, "generate", path, workload, "--out", out)[0] == 0
+    script = out / "memplace/cpu0/linker.ld"
+    script.write_text(
+        script.read_text().replace(".vectors.cpu1 0x10000800", ".vectors.cpu1 0x10000c00")
+    )
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, stdout, _ = run_cli(capsys, "verify", out, "--json")
+    assert code == 1
+    messages = [f["message"] for f in json.loads(stdout)["findings"] if f["check"] == "vectors"]
+    assert messages == [
+        "memplace_vectors_cpu1 is at 0x10000c00, but core cpu1's release starts it from 0x10000800"
+    ]

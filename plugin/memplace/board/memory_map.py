@@ -18,6 +18,7 @@ def memory_map_data(board: Board) -> dict[str, Any]:
                 "cpu": core.cpu,
                 "boot": core.boot,
                 "released_by": core.release.by if core.release else None,
+                "image": core.image_name,
                 "memories": [
                     {
                         "name": entry.memory.name,
@@ -58,6 +59,8 @@ def memory_map_text(board: Board) -> str:
         lines.append(f"flashes with {flash.runner}: {flash.target or ' '.join(flash.config)}")
     for name, core in board.cores.items():
         start = f"released by {core.release.by}" if core.release else "starts at reset"
+        if core.image is not None:
+            start += f", runs the image of {core.image}"
         lines += [
             "",
             f"core {name} ({core.cpu}, float {core.float_abi}): boots at "
