@@ -133,10 +133,11 @@ def test_an_image_that_runs_past_the_next_vector_table_is_refused(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["board.yaml", "duo.yaml"]
 
 
-def test_images_that_do_not_fit_together_are_refused(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    # Each image's 600 bytes of .bss fit the 1K SRAM leaves for images alone, not together.
+def _app_sharing_sram(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, bss: int, code: int
+) -> tuple[str, Path]:
+    """`memplace generate` of an app whose two images keep their data in the 1K that SRAM
+    leaves for images, each with `bss` bytes of its own: the one line it prints, and `out`."""
     board = DATA_SHARED.replace("data: ssram0", "data: sram") + (
         "  cpu0:\n    layout: {vectors: ssram0, code: ssram0, data: sram, load: ssram0}\n"
         "pools:\n  sram_ws: {memory: sram, size: 111K, kind: workspace}\n"
@@ -148,21 +149,24 @@ def test_images_that_do_not_fit_together_are_refused(
     sources = tmp_path / "app"
     sources.mkdir()
     (sources / "app.c").write_text(
-        "static volatile char big[600];\nint app_main(void) { big[0] = 1; return big[0] - 1; }\n"
+        f"static volatile char big[{bss}];\n"
+        "int app_main(void) { big[0] = 1; return big[0] - 1; }\n"
     )
     out = tmp_path / "p"
-    error = cli_error(
-        capsys,
-        "generate",
-        board_path,
-        workload,
-        "--out",
-        out,
-        "--project-type",
-        "app",
-        "--sources",
-        sources,
-    )
+    argv = ("generate", board_path, workload, "--out", out, "--project-type", "app")
+    if code == 2:
+        return cli_error(capsys, *argv, "--sources", sources), out
+    # A tool's failure ends with the tool's own words, after memplace's one line.
+    exit_code, _, err = run_cli(capsys, *argv, "--sources", sources)
+    assert exit_code == code and "Traceback" not in err, err
+    return err, out
+
+
+def test_images_that_do_not_fit_together_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Each image's 600 bytes of .bss fit the room alone, not together.
+    error, out = _app_sharing_sram(capsys, tmp_path, 600, code=2)
     assert re.fullmatch(
         r"memplace: error: memories\.sram: memory 'sram' holds the images of cores cpu0, "
         r"cpu1, \d+ bytes in all \(cpu0: \d+, cpu1: \d+\), more than its 1024 bytes left "
@@ -170,6 +174,20 @@ def test_images_that_do_not_fit_together_are_refused(
         error,
     ), error
     assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app", "board.yaml", "duo.yaml"]
+
+
+def test_an_image_too_big_for_the_memory_alone_fails_in_the_measuring_build(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    error, out = _app_sharing_sram(capsys, tmp_path, 2000, code=3)
+    assert "region `sram' overflowed" in error
+    assert error.startswith(
+        "memplace: error: measuring the images that share sram (each linked with all the room "
+        "there): the build of "
+    ), error
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app", "board.yaml", "duo.yaml"]
 
 
 @pytest.mark.qemu
@@ -205,3 +223,33 @@ def test_the_bundled_boards_give_each_image_memories_of_its_own() -> None:
     pools and stacks, as before images could share a memory."""
     for name in ("qemu-mps2-an521", "qemu-mps3-an524", "stm32h747", "imxrt1176", "rp2040"):
         assert shared_image_memories(load_board(name)) == [], name
+
+
+@pytest.mark.qemu
+def test_rp2040_two_images_one_after_the_other_in_its_flash_and_sram(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The other way to run both RP2040 cores: two images in the one flash and the one SRAM,
+    core 1's from 1M into flash, where core 0 launches it."""
+    board = (
+        "memplace: board/v1\nname: rp2040-two-images\nextends: rp2040\ncores:\n  core1:\n"
+        "    image: null\n"
+        "    layout: {vectors: flash, code: flash, data: sram, load: flash}\n"
+        "    boot: 0x10100000\n"
+    )
+    board_path, workload = _write(tmp_path, board)
+    out = tmp_path / "p"
+    assert run_cli(capsys, "generate", board_path, workload, "--out", out)[0] == 0
+    assert _range(out, "core0", "flash") == (0x10000100, 0x10100000)
+    assert _range(out, "core1", "flash")[0] == 0x10100000
+    sram0, sram1 = _range(out, "core0", "sram"), _range(out, "core1", "sram")
+    assert sram0[0] == 0x20000000 and sram1[0] == sram0[1] and sram1[1] == 0x20020000 - 128
+    startup = (out / "memplace/core0/startup.c").read_text()
+    assert "memplace_launch_core1(0x10100000u, (const volatile uint32_t *)0x10100000u);" in startup
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, stdout, _ = run_cli(capsys, "verify", out)
+    assert code == 0, stdout
+    measured = image_bytes(
+        load_board(board_path), "sram", "core0", Image.from_file(out / BUILD_DIR / "core0.elf")
+    )
+    assert sram0[1] - sram0[0] == -(-measured // IMAGE_ALIGN) * IMAGE_ALIGN

@@ -15,7 +15,7 @@ from memplace.board import Board
 from memplace.build import build
 from memplace.codegen import STANDALONE, RenderOptions, render
 from memplace.codegen.context import image_holders, shared_image_memories
-from memplace.errors import InputError, PlanningError
+from memplace.errors import InputError, PlanningError, ToolError
 from memplace.layout import build_dir, run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
@@ -91,7 +91,13 @@ def _sized(
     try:
         sizing = replace(options, sizing=True)
         write_project(render(board, result, options.project_type, sizing, users), scratch)
-        build(scratch)
+        try:
+            build(scratch)
+        except ToolError as exc:
+            raise ToolError(
+                f"measuring the images that share {', '.join(shared)} (each linked with all "
+                f"the room there): {exc}"
+            ) from exc
         sizes = {
             memory: {
                 core: image_bytes(board, memory, core, Image.from_file(_elf(scratch, core)))
