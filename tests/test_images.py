@@ -315,3 +315,45 @@ def test_a_moved_vector_table_is_a_verify_finding(
     assert messages == [
         "memplace_vectors_cpu1 is at 0x10000c00, but core cpu1's release starts it from 0x10000800"
     ]
+
+
+@pytest.mark.qemu
+def test_worker_threads_and_isrs_run_on_both_cores_of_one_image(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each core of the image raises its own ISR context over its own stack and walks the
+    steps on its own worker threads; the image holds one function of each name."""
+    board = (
+        _board()
+        .replace("size: 96K, kind: workspace", "size: 64K, kind: workspace")
+        .replace(
+            "entry: main, stack: {memory: sram, size: 8K}",
+            "entry: main, threads: 1, stack: {memory: sram, size: 8K}",
+        )
+        .replace(
+            "entry: main1, stack: {memory: sram, size: 8K}",
+            "entry: main1, threads: 1, stack: {memory: sram, size: 8K}",
+        )
+        .replace(
+            "run:\n",
+            "  tick0: {core: cpu0, kind: isr, entry: SysTick_Handler, preempts: [main], "
+            "priority: 1}\n"
+            "  tick1: {core: cpu1, kind: isr, entry: PendSV_Handler, preempts: [main1], "
+            "priority: 1}\n"
+            "run:\n",
+        )
+    )
+    path, workload = _files(tmp_path, board)
+    out = tmp_path / "p"
+    code, stdout, err = run_cli(capsys, "check", path, workload, "--out", out, "--json")
+    assert code == 0, stdout + err
+    report = json.loads(stdout)
+    stacks = {s["context"]: s for s in report["stacks"]}
+    assert sorted(stacks) == ["main", "main.thread0", "main1", "main1.thread0"]
+    for stack in stacks.values():
+        assert stack["measured"] is not None and stack["measured"] <= stack["static_bound"]
+    # Each ISR lands on the stack of its own core's context.
+    assert [i["context"] for i in stacks["main"]["interrupts"]] == ["tick0"]
+    assert [i["context"] for i in stacks["main1"]["interrupts"]] == ["tick1"]
+    hints = (out / "memplace/stack_hints/exerciser.yaml").read_text()
+    assert "{caller: memplace_cpu1_run_on_stack, targets: []}" in hints

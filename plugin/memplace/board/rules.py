@@ -321,7 +321,7 @@ class BoardReader:
                 cores[key] = _joined_core(node, memories, owners, core_names)
         cores = {key: cores[key] for key in core_names}
         _check_releases(cores_node, cores)
-        _check_shared_layouts(cores_node, cores)
+        _check_shared_layouts(cores_node, cores, memories)
         _check_views(root.child("memories"), cores, memories)
         pools_node = root.get("pools")
         pool_specs = [
@@ -769,7 +769,9 @@ def _check_releases(cores_node: Node, cores: Mapping[str, Core]) -> None:
                 f"name a core that starts at reset"
             )
 
-def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
+def _check_shared_layouts(
+    cores_node: Node, cores: Mapping[str, Core], memories: Mapping[str, Memory]
+) -> None:
     """Images may share a memory: memplace gives each its own range of it (`codegen`), one
     after another, each starting at its vector table where that is in the memory. So two
     vector tables in one memory need two boot addresses."""
@@ -777,7 +779,9 @@ def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
     for name, core in cores.items():
         if core.image is not None:
             continue  # it runs another core's image: nothing of its own to place
-        other = first.setdefault((core.layout.vectors, core.boot), name)
+        vectors = memories[core.layout.vectors]
+        system = core.boot - vectors.address_for(name) + vectors.origin
+        other = first.setdefault((vectors.name, system), name)
         if other != name:
             node = cores_node.child(name)
             raise (node.child("boot") if node.has("boot") else node.child("layout")).error(

@@ -463,6 +463,7 @@ def _core(
         ],
         "stacks": [_stack(s, board) for s in stacks],
         "image": core.image_name,
+        "runs_other_image": core.image is not None,
         "boot": core.boot,
         "joined": [{**j, "stacks": [_stack(s, board) for s in j["stacks"]]} for j in joined],
         "runs_define": f"MEMPLACE_RUNS_{core.name}",
