@@ -357,3 +357,23 @@ def test_worker_threads_and_isrs_run_on_both_cores_of_one_image(
     assert [i["context"] for i in stacks["main1"]["interrupts"]] == ["tick1"]
     hints = (out / "memplace/stack_hints/exerciser.yaml").read_text()
     assert "{caller: memplace_cpu1_run_on_stack, targets: []}" in hints
+
+
+@pytest.mark.qemu
+def test_an_app_image_calls_app_main_on_its_owner_and_the_context_entry_on_the_other_core(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path, workload = _files(tmp_path, _board())
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "app.c").write_text(
+        '#include "memplace_runtime.h"\n'
+        'int app_main(void) { memplace_write("app on cpu0\\n"); return 0; }\n'
+        'int main1(void) { memplace_cpu1_write("app on cpu1\\n"); return 0; }\n'
+    )
+    out = tmp_path / "p"
+    argv = ("check", path, workload, "--out", out, "--project-type", "app", "--sources", sources)
+    code, stdout, err = run_cli(capsys, *argv)
+    assert code == 0, stdout + err
+    run = json.loads((out / BUILD_DIR / "run.json").read_text())["output"]
+    assert "app on cpu0\n" in run and "app on cpu1\n" in run
