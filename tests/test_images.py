@@ -8,13 +8,16 @@ import re
 import struct
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from conftest import cli_error, run_cli
 from memplace.board import load_board
 from memplace.layout import BUILD_DIR
+from memplace.schema import board_schema
 
 WORKLOAD = """\
 memplace: workload/v1
@@ -377,3 +380,19 @@ def test_an_app_image_calls_app_main_on_its_owner_and_the_context_entry_on_the_o
     assert code == 0, stdout + err
     run = json.loads((out / BUILD_DIR / "run.json").read_text())["output"]
     assert "app on cpu0\n" in run and "app on cpu1\n" in run
+
+
+def test_the_board_schema_takes_image_in_place_of_layout() -> None:
+    """Editors check board files against `memplace schema`: a core has `layout`, or `image`
+    with the `release` that starts it, never both."""
+    validator = jsonschema.Draft202012Validator(board_schema())
+    data = yaml.safe_load(_board())
+    assert list(validator.iter_errors(data)) == []
+    core = data["cores"]["cpu1"]
+    for broken in (
+        {**core, "layout": data["cores"]["cpu0"]["layout"]},
+        {key: value for key, value in core.items() if key != "release"},
+        {key: value for key, value in core.items() if key != "image"},
+    ):
+        data["cores"]["cpu1"] = broken
+        assert list(validator.iter_errors(data)), broken
