@@ -121,7 +121,7 @@ def test_an_image_that_runs_past_the_next_vector_table_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     board_path, workload = _write(tmp_path, ONE_MEMORY.replace("BOOT", "0x10000400"))
-    out = tmp_path / "p"
+    out = tmp_path / "new" / "p"  # the folders the measuring build needed go again too
     error = cli_error(capsys, "generate", board_path, workload, "--out", out)
     assert re.fullmatch(
         r"memplace: error: cores\.cpu1\.boot: memory 'ssram0' holds the images of cores cpu0, "

@@ -5,9 +5,11 @@ The command line and the Project API both drive memplace through these functions
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -85,9 +87,12 @@ def _sized(
     shared = shared_image_memories(board)
     if not shared or options.project_type not in STANDALONE:
         return options
-    # Beside `out`, so an app's sources are at the same relative path from it.
-    scratch = out.resolve().parent / f".{out.name}.memplace-sizing"
-    shutil.rmtree(scratch, ignore_errors=True)
+    # Beside `out`, so an app's sources are at the same relative path from it; a folder of
+    # its own, so two generates never build in one.
+    parent = out.resolve().parent
+    made = [folder for folder in (parent, *parent.parents) if not folder.exists()]
+    parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.memplace-sizing-", dir=parent))
     try:
         sizing = replace(options, sizing=True)
         write_project(render(board, result, options.project_type, sizing, users), scratch)
@@ -107,6 +112,9 @@ def _sized(
         }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        for folder in made:  # deepest first: only what this made, and only if empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
     return replace(options, image_sizes=sizes)
 
 
