@@ -396,3 +396,43 @@ def test_the_board_schema_takes_image_in_place_of_layout() -> None:
     ):
         data["cores"]["cpu1"] = broken
         assert list(validator.iter_errors(data)), broken
+
+
+def test_a_core_cannot_reach_memory_its_images_owner_does_not(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    board = _board().replace(
+        "pools:\n",
+        "  own1: {origin: 0x20000000, size: 4K, attrs: rw, kind: sram, access: [cpu1]}\npools:\n",
+    )
+    _refused(
+        capsys,
+        tmp_path,
+        board,
+        10,
+        "core 'cpu1' reaches memory 'own1', which core 'cpu0' does not: the image they share is "
+        "linked with one memory map; add cpu0 to that memory's access list",
+    )
+
+
+@pytest.mark.qemu
+def test_the_core_that_runs_another_image_may_come_first_in_the_board(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The pools it reaches first are still defined once, in the image it runs: a constant
+    pool's bytes are there for both cores to check."""
+    board = _board().replace(
+        "pools:\n", "pools:\n  ssram0_const: {memory: ssram0, size: 64K, kind: constant}\n"
+    )
+    cpu0 = board[board.index("  cpu0:\n") : board.index(CPU1)]
+    board = board.replace(cpu0, "").replace(CPU1, CPU1 + cpu0)
+    assert board.index("  cpu1:") < board.index("  cpu0:")
+    path, workload = _files(tmp_path, board)
+    workload.write_text(
+        WORKLOAD + "constants:\n  - {name: w0, size: 300, users: [main]}\n"
+        "  - {name: w1, size: 200, users: [main1]}\n"
+    )
+    out = tmp_path / "p"
+    code, stdout, err = run_cli(capsys, "check", path, workload, "--out", out)
+    assert code == 0, stdout + err
+    assert "run: passed" in stdout and "verify: ok" in stdout

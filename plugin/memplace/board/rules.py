@@ -965,6 +965,12 @@ def _check_joined_memories(
                 f"{owner.name!r}; add it to that memory's access list"
             )
     for seen in memories.values():
+        if name in seen.access and owner.name not in seen.access:
+            raise node.error(
+                f"core {name!r} reaches memory {seen.name!r}, which core {owner.name!r} does "
+                f"not: the image they share is linked with one memory map; add {owner.name} to "
+                f"that memory's access list"
+            )
         both = name in seen.access and owner.name in seen.access
         if both and seen.address_for(name) != seen.address_for(owner.name):
             raise node.error(

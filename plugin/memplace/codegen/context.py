@@ -86,7 +86,10 @@ def main_context(board: Board, core: str) -> Context:
 
 
 def pool_owner(board: Board, pool: PoolUsage) -> str:
-    return next(core for core in board.cores if core in board.memories[pool.memory].access)
+    """The core whose image defines a pool's storage: the image of the first core (in board
+    order) that reaches the pool's memory."""
+    first = next(core for core in board.cores if core in board.memories[pool.memory].access)
+    return board.cores[first].image_name
 
 
 def exercising_core(board: Board, placement: Placement, users: dict[str, tuple[str, ...]]) -> str:
