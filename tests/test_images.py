@@ -4,8 +4,11 @@ as a user meets it, and the image built, run under QEMU and verified."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -18,6 +21,8 @@ from conftest import cli_error, run_cli
 from memplace.board import load_board
 from memplace.layout import BUILD_DIR
 from memplace.schema import board_schema
+
+REPO = Path(__file__).resolve().parent.parent
 
 WORKLOAD = """\
 memplace: workload/v1
@@ -436,3 +441,45 @@ def test_the_core_that_runs_another_image_may_come_first_in_the_board(
     code, stdout, err = run_cli(capsys, "check", path, workload, "--out", out)
     assert code == 0, stdout + err
     assert "run: passed" in stdout and "verify: ok" in stdout
+
+
+@pytest.mark.qemu
+def test_the_cmake_module_builds_one_target_for_both_cores_of_one_image(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An existing CMake project: the target of core cpu0 holds cpu1's code too, the
+    post-build verify bounds both cores' stacks, and both cores run it."""
+    board, workload = _files(tmp_path, _board())
+    source = tmp_path / "app"
+    source.mkdir()
+    (source / "main.c").write_text(
+        '#include "memplace_runtime.h"\n'
+        'int main(void) { memplace_write("lib on cpu0\\n"); return 0; }\n'
+        'int main1(void) { memplace_cpu1_write("lib on cpu1\\n"); return 0; }\n'
+    )
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(two_cores C)\n"
+        f"include({REPO / 'cmake' / 'memplace.cmake'})\n"
+        "add_executable(firmware main.c)\n"
+        'set_target_properties(firmware PROPERTIES SUFFIX ".elf")\n'
+        "target_compile_options(firmware PRIVATE -O2 -g -Wall -Wextra -Werror)\n"
+        "target_link_options(firmware PRIVATE --specs=nano.specs --specs=nosys.specs)\n"
+        f"memplace_target(TARGET firmware BOARD {board} WORKLOAD {workload} CORE cpu0)\n"
+    )
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    build = tmp_path / "build"
+    toolchain = f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}"
+    for argv in (
+        ["-S", str(source), "-B", str(build), "-G", "Ninja", toolchain],
+        ["--build", str(build)],
+    ):
+        done = subprocess.run(
+            ["cmake", *argv], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "stack main1:" in done.stdout and "verify: ok" in done.stdout
+    code, stdout, err = run_cli(capsys, "run", build / "memplace-firmware")
+    assert code == 0, stdout + err
+    run = json.loads((build / "memplace-firmware" / BUILD_DIR / "run.json").read_text())
+    assert "lib on cpu0\n" in run["output"] and "lib on cpu1\n" in run["output"]
