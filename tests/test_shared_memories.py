@@ -12,10 +12,14 @@ import pytest
 
 from conftest import cli_error, run_cli
 from memplace.board import load_board
+from memplace.codegen import render
 from memplace.codegen.context import IMAGE_ALIGN, shared_image_memories
 from memplace.layout import BUILD_DIR
+from memplace.planner import plan
+from memplace.scopes import resolve
 from memplace.verify.image import Image
 from memplace.workflow import image_bytes
+from memplace.workload import Workload
 
 WORKLOAD = """\
 memplace: workload/v1
@@ -253,3 +257,19 @@ def test_rp2040_two_images_one_after_the_other_in_its_flash_and_sram(
         load_board(board_path), "sram", "core0", Image.from_file(out / BUILD_DIR / "core0.elf")
     )
     assert sram0[1] - sram0[0] == -(-measured // IMAGE_ALIGN) * IMAGE_ALIGN
+
+
+def test_render_without_a_build_shares_the_memory_evenly(tmp_path: Path) -> None:
+    """The pure `render` (a library project, or a caller of the Python API) has nothing
+    measured: the images still get disjoint ranges, the memory's room split evenly."""
+    board_path, workload_path = _write(tmp_path, DATA_SHARED)
+    board = load_board(board_path)
+    workload = Workload.from_file(workload_path)
+    users = {c.buffer.name: c.users for c in resolve(board, workload)}
+    files = render(board, plan(board, workload), users=users)
+    for core in ("cpu0", "cpu1"):
+        script = tmp_path / "memplace" / core / "linker.ld"
+        script.parent.mkdir(parents=True)
+        script.write_text(files[f"memplace/{core}/linker.ld"])
+    (start0, end0), (start1, end1) = (_range(tmp_path, c, "ssram0") for c in ("cpu0", "cpu1"))
+    assert start0 == 0x10000000 and end0 == start1 == 0x10200000 and end1 == 0x10400000 - 128
