@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memplace.board import Board
+from memplace.board.rules import load_with_extends
 from memplace.build import build
 from memplace.codegen import STANDALONE, RenderOptions, render
 from memplace.codegen.context import image_holders, shared_image_memories
@@ -70,8 +71,11 @@ def generate(
         workload_hints=workload.stack_hints,
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
-    options = _sized(board, result, options, users, out)
-    files = render(board, result, project_type, options, users)
+    try:
+        options = _sized(board, result, options, users, out)
+        files = render(board, result, project_type, options, users)
+    except InputError as exc:
+        raise _located(board, exc) from exc
     files.update(carried_files(board, files))  # the project's own Project API server
     write_project(files, out, force=force)
     return result
@@ -116,6 +120,19 @@ def _sized(
             with contextlib.suppress(OSError):
                 folder.rmdir()
     return replace(options, image_sizes=sizes)
+
+
+def _located(board: Board, error: InputError) -> InputError:
+    """`error`, about a key of the board's cores or memories, at that key's place in the
+    board file (the render that finds it has the board, not its file)."""
+    source = Path(board.source)
+    key = error.key or ""
+    if error.mark is not None or not key.startswith(("cores.", "memories.")):
+        return error
+    if not source.is_file():
+        return error
+    mark = load_with_extends(source, ()).mark(tuple(key.split(".")))
+    return InputError(error.message, mark, key)
 
 
 def _elf(folder: Path, core: str) -> Path:
