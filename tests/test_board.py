@@ -692,13 +692,16 @@ DUAL_RULES: list[tuple[str, Change, str]] = [
         r"add it to `access`",
     ),
     (
-        "two images in one memory",
+        # Images may share a memory, each in a range of its own, but each starts at its
+        # vector table: two tables at one address cannot both be there.
+        "two vector tables at one address",
         lambda d: (
-            d["memories"]["ram0"].update(access=["cpu0", "cpu1"]),
-            d["cores"]["cpu1"]["layout"].update(data="ram0"),
+            d["memories"]["flash0"].update(access=["cpu0", "cpu1"]),
+            d["cores"]["cpu1"]["layout"].update(vectors="flash0", code="flash0"),
         ),
-        r"cores.cpu1.layout.data: core 'cpu0' already puts its image in memory 'ram0' "
-        r"\(data of core 'cpu1'\); give each core a memory of its own",
+        r"cores.cpu1.layout: cores 'cpu0' and 'cpu1' both start from a vector table at "
+        r"0x10000000 in memory 'flash0'; their images share that memory one after the other: "
+        r"give core 'cpu1' a `boot` address past the image of core 'cpu0'",
     ),
     (
         "released by a core that is itself released",

@@ -150,8 +150,10 @@ def test_each_board_plans_and_renders_small_and_touch_workloads(
     board = load_board(name)
     for workload in (Workload.from_data(small_workload_data), touch_workload(board)):
         files = render(board, plan(board, workload))
-        for core in board.cores:
-            assert f"memplace/{core}/linker.ld" in files
+        for name, core in board.cores.items():
+            assert f"memplace/{name}/startup.c" in files
+            # One linker script per image: a core that runs another's image has none.
+            assert (f"memplace/{name}/linker.ld" in files) == (core.image is None)
 
 
 @pytest.mark.qemu

@@ -21,6 +21,9 @@ MODEL = {"board", "workload", "scopes", "hints", "source", "names", "errors", "l
 MODEL |= {"resources", "declarations"}
 # Modules of higher stages that only declare data the model reads (standard library only).
 DECLARATIONS = {"memplace.runners.capabilities"}
+# What a generated project carries and runs with no memplace installed (its own Project API
+# server, build and process wrapper): standard library only, so any stage may build on it.
+CARRIED = "memplace.project_api.carried"
 # The pure core: data in, data out; nothing here starts a process.
 PURE = MODEL | {"importers", "planner", "codegen", "explain", "schema"}
 # Modules that start processes, or hold what does.
@@ -85,6 +88,8 @@ def _stage(module: str) -> str:
     """`memplace.verify.elf` -> `verify`; `memplace` itself -> `memplace`."""
     if module in DECLARATIONS:
         return "declarations"
+    if module.startswith(CARRIED):
+        return "carried"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "memplace"
 
@@ -157,6 +162,20 @@ def test_no_stage_imports_the_cli() -> None:
 
 def test_declarations_import_nothing_of_memplace() -> None:
     assert all(GRAPH[module] <= {"memplace"} for module in DECLARATIONS)
+
+
+def test_what_a_project_carries_imports_only_itself() -> None:
+    carried = {module for module in MODULES if _stage(module) == "carried"}
+    assert "memplace.project_api.carried.server" in carried
+    allowed = carried | {"memplace", "memplace.project_api"}
+    assert [f"{m} -> {t}" for m in sorted(carried) for t in sorted(GRAPH[m] - allowed)] == []
+
+
+def test_below_the_project_api_only_what_a_project_carries_is_used() -> None:
+    """The build, the process wrapper and the options build on the carried modules, never on
+    the server side of the Project API (its handler, client and workflow)."""
+    below = {"process", "build", "options", "codegen", "verify", "runners"}
+    assert _edges(below, {"project_api"}) == []
 
 
 def test_loading_a_board_loads_no_stage_above_the_model() -> None:

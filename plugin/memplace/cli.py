@@ -582,7 +582,7 @@ def _verify(args: argparse.Namespace) -> int:
     project = Project.load(args.dir)
     if args.core:
         project = project.only(args.core)
-    if args.objects is not None and len(project.images) > 1:
+    if args.objects is not None and len(set(project.images.values())) > 1:
         raise InputError(
             f"the folder holds one image's objects; name its core with --core "
             f"({', '.join(project.images)})",

@@ -203,12 +203,14 @@ class Project:
             raise InputError(f"{path} is missing {exc}", key="memplace") from exc
 
     def only(self, core: str) -> Project:
-        """The same project, checked for the image of one core only."""
+        """The same project, checked for the image of one core only (with every core that
+        runs that image too)."""
         if core not in self.images:
             raise InputError(
                 f"no core {core!r}; the project has {', '.join(self.images)}", key="--core"
             )
-        return replace(self, images={core: self.images[core]})
+        image = self.images[core]
+        return replace(self, images={c: p for c, p in self.images.items() if p == image})
 
     @property
     def qemu_machine(self) -> str | None:

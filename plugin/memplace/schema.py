@@ -170,22 +170,27 @@ def _defs(b: _Builder) -> dict[str, Schema]:
             },
             "a memplace board file: memory map, pools, cores, devices and contexts",
         ),
-        "core": b.object(
-            board.CORE_KEYS,
-            {
-                "cpu": {"enum": sorted(board.CPUS)},
-                "float_abi": {"enum": list(board.FLOAT_ABIS)},
-                "layout": b.ref("layout"),
-                "boot": b.ref("address"),
-                "release": b.ref("release"),
-                "rtos": {"enum": list(board.RTOSES)},
-                "interrupts": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": max(board.MAX_INTERRUPTS.values()),
+        "core": b.rules(
+            b.object(
+                board.CORE_KEYS,
+                {
+                    "cpu": {"enum": sorted(board.CPUS)},
+                    "float_abi": {"enum": list(board.FLOAT_ABIS)},
+                    "layout": b.ref("layout"),
+                    "boot": b.ref("address"),
+                    "release": b.ref("release"),
+                    "rtos": {"enum": list(board.RTOSES)},
+                    "interrupts": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": max(board.MAX_INTERRUPTS.values()),
+                    },
+                    "image": b.ref("name"),
                 },
-            },
-            "a CPU that runs code; one image (ELF) per core",
+                "a CPU that runs code: its own image (ELF), or the image of another core",
+            ),
+            # Its own image, laid out by `layout`, or another core's, named by `image`.
+            oneOf=[{"required": ["layout"]}, {"required": ["image", "release"]}],
         ),
         "layout": b.object(
             board.LAYOUT_FIELDS,

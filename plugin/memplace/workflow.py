@@ -5,17 +5,22 @@ The command line and the Project API both drive memplace through these functions
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from dataclasses import dataclass
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memplace.board import Board
+from memplace.board.rules import load_with_extends
 from memplace.build import build
-from memplace.codegen import RenderOptions, render
-from memplace.errors import InputError, PlanningError
+from memplace.codegen import STANDALONE, RenderOptions, render
+from memplace.codegen.context import image_holders, shared_image_memories
+from memplace.errors import InputError, PlanningError, ToolError
 from memplace.importers.mlf import ModelArchive, is_mlf, read_mlf
-from memplace.layout import run_record
+from memplace.layout import build_dir, run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
@@ -26,6 +31,8 @@ from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, def
 from memplace.scopes import resolve
 from memplace.source import suggest
 from memplace.verify import Report, RunLog, StackHints, parse_run, verify
+from memplace.verify.elf import POOL_SECTION, STACK_SECTION
+from memplace.verify.image import Image
 from memplace.workload import Workload
 
 DEFAULT_TIMEOUT = 60.0
@@ -72,7 +79,11 @@ def generate(
         standalone_crt=crt_include(standalone_crt, out),
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
-    rendered = render(board, result, project_type, options, users, describer(board))
+    try:
+        options = _sized(board, result, options, users, out)
+        rendered = render(board, result, project_type, options, users, describer(board))
+    except InputError as exc:
+        raise _located(board, exc) from exc
     files: dict[str, str | bytes] = dict(rendered)
     if options.model is not None and options.model.path.is_file():
         # Where TVM's own project templates keep the archive a project was made from.
@@ -100,6 +111,82 @@ def crt_include(standalone_crt: Path | None, out: Path) -> str | None:
             key="standalone_crt_dir",
         )
     return os.path.relpath((standalone_crt / "include").resolve(), out.resolve())
+
+
+def _sized(
+    board: Board, result: Plan, options: RenderOptions, users: dict[str, tuple[str, ...]], out: Path
+) -> RenderOptions:
+    """`options` with the bytes each image takes of every memory several images share,
+    measured from a build of the project in which each image has all the room: link,
+    measure, and the project's linker scripts give each image a range of its own sized so.
+    A library project has no build of its own: its images share such memories evenly."""
+    shared = shared_image_memories(board)
+    if not shared or options.project_type not in STANDALONE:
+        return options
+    # Beside `out`, so an app's sources are at the same relative path from it; a folder of
+    # its own, so two generates never build in one.
+    parent = out.resolve().parent
+    made = [folder for folder in (parent, *parent.parents) if not folder.exists()]
+    parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.memplace-sizing-", dir=parent))
+    try:
+        sizing = replace(options, sizing=True)
+        write_project(render(board, result, options.project_type, sizing, users), scratch)
+        try:
+            build(scratch)
+        except ToolError as exc:
+            raise ToolError(
+                f"measuring the images that share {', '.join(shared)} (each linked with all "
+                f"the room there): {exc}"
+            ) from exc
+        sizes = {
+            memory: {
+                core: image_bytes(board, memory, core, Image.from_file(_elf(scratch, core)))
+                for core in image_holders(board, memory)
+            }
+            for memory in shared
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        for folder in made:  # deepest first: only what this made, and only if empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+    return replace(options, image_sizes=sizes)
+
+
+def _located(board: Board, error: InputError) -> InputError:
+    """`error`, about a key of the board's cores or memories, at that key's place in the
+    board file (the render that finds it has the board, not its file)."""
+    source = Path(board.source)
+    key = error.key or ""
+    if error.mark is not None or not key.startswith(("cores.", "memories.")):
+        return error
+    if not source.is_file():
+        return error
+    mark = load_with_extends(source, ()).mark(tuple(key.split(".")))
+    return InputError(error.message, mark, key)
+
+
+def _elf(folder: Path, core: str) -> Path:
+    return build_dir(folder) / f"{core}.elf"
+
+
+def image_bytes(board: Board, memory: str, core: str, image: Image) -> int:
+    """Bytes from the first to the last byte the image's own sections take in `memory`
+    (where they run, and their load copies), as `core` sees it; pools and stacks have
+    areas of their own and do not count."""
+    seen = board.memories[memory]
+    low, high = seen.address_for(core), seen.address_for(core) + seen.size
+    spans = []
+    for section in image.sections:
+        if not section.name.startswith((POOL_SECTION, STACK_SECTION)):
+            spans.append((section.address, section.end))
+        if section.copied:
+            spans.append((section.lma, section.lma + section.size))
+    inside = [(start, end) for start, end in spans if low <= start < high and end > start]
+    if not inside:
+        return 0
+    return max(end for _, end in inside) - min(start for start, _ in inside)
 
 
 def tflm_arena(board: Board, workload: Workload, result: Plan) -> tuple[str, int] | None:

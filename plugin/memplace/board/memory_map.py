@@ -20,6 +20,7 @@ def memory_map_data(board: Board) -> dict[str, Any]:
                 "released_by": core.release.by if core.release else None,
                 "copy": core.layout.copy,
                 "interrupts": core.interrupts,
+                "image": core.image_name,
                 "memories": [
                     {
                         "name": entry.memory.name,
@@ -60,6 +61,8 @@ def memory_map_text(board: Board) -> str:
         lines.append(f"flashes with {flash.runner}: {flash.target or ' '.join(flash.config)}")
     for name, core in board.cores.items():
         start = f"released by {core.release.by}" if core.release else "starts at reset"
+        if core.image is not None:
+            start += f", runs the image of {core.image}"
         copier = _copier(core.layout.copy, core.release.by if core.release else None)
         if copier is not None:
             start += f"; vectors and code copied from {core.layout.load} by {copier}"

@@ -175,7 +175,7 @@ def _core_data(core: Core) -> dict[str, Any]:
     layout: dict[str, Any] = dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True))
     if core.layout.copy is not None:
         layout["copy"] = core.layout.copy
-    return {
+    data: dict[str, Any] = {
         "cpu": core.cpu,
         "float_abi": core.float_abi,
         "layout": layout,
@@ -184,6 +184,9 @@ def _core_data(core: Core) -> dict[str, Any]:
         "rtos": core.rtos,
         "interrupts": core.interrupts,
     }
+    if core.image is not None:
+        data["image"] = core.image
+    return data
 
 
 def _context_data(context: Context) -> dict[str, Any]:
@@ -251,6 +254,7 @@ def _core_from(name: str, data: Mapping[str, Any]) -> Core:
         release=release,
         rtos=data.get("rtos", "none"),
         interrupts=data.get("interrupts", 0),
+        image=data.get("image"),
     )
 
 

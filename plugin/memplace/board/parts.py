@@ -89,6 +89,11 @@ def vector_align(interrupts: int) -> int:
     return max(128, 1 << (size - 1).bit_length())
 
 
+# Where the vector table of a core that runs another core's image goes by default, past
+# that core's own: 2K holds the largest Cortex-M table (16 + 496 entries of 4 bytes).
+JOINED_VECTORS_OFFSET = 0x800
+
+
 @dataclass(frozen=True)
 class Memory:
     name: str
@@ -171,6 +176,13 @@ class Core:
     rtos: str = "none"
     interrupts: int = 0
     """Device interrupt lines of its vector table (after the 16 core exceptions)."""
+    # The core whose image (ELF) this one runs; None: its own image, laid out by `layout`.
+    image: str | None = None
+
+    @property
+    def image_name(self) -> str:
+        """The image this core runs: its own, or the one `image` names."""
+        return self.image or self.name
 
 
 @dataclass(frozen=True)

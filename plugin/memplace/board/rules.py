@@ -28,6 +28,7 @@ from memplace.board.parts import (
     DEVICE_KINDS,
     FIRST_IRQ_EXCEPTION,
     FLOAT_ABIS,
+    JOINED_VECTORS_OFFSET,
     LAYOUT_KEYS,
     MAX_INTERRUPTS,
     MAX_PRIORITY,
@@ -114,7 +115,10 @@ BOARD_KEYS = (
 CORE_KEYS = (
     Key("cpu", "the -mcpu of this core", required=True),
     Key("float_abi", "hard, softfp or soft (default soft)"),
-    Key("layout", "which memory holds each part of this core's own image", required=True),
+    Key(
+        "layout",
+        "which memory holds each part of this core's own image (required unless `image` is set)",
+    ),
     Key(
         "boot",
         "address of the vector table the core starts from, as it sees it "
@@ -126,6 +130,11 @@ CORE_KEYS = (
         "interrupts",
         "device interrupt lines of its vector table (the vendor's IRQ count); a generated "
         "table holds 16 + interrupts entries (default 0: the core exceptions only)",
+    ),
+    Key(
+        "image",
+        "another core whose image (ELF) this core runs, with contexts, stacks and a vector "
+        "table of its own; it releases this core",
     ),
 )
 
@@ -330,10 +339,19 @@ class BoardReader:
             if key in devices:
                 raise node.key_error(f"{key!r} names both a core and a device; rename one")
         memories = self._memories(core_names, devices)
-        cores = {key: self._core(node, memories) for key, node in cores_node.items()}
+        cores = {
+            key: self._core(node, memories)
+            for key, node in cores_node.items()
+            if not _runs_other_image(node)
+        }
+        owners = dict(cores)
+        for key, node in cores_node.items():
+            if _runs_other_image(node):
+                cores[key] = _joined_core(node, memories, owners, core_names)
+        cores = {key: cores[key] for key in core_names}
         _check_releases(cores_node, cores)
         _check_copiers(cores_node, cores, memories)
-        _check_shared_layouts(cores_node, cores)
+        _check_shared_layouts(cores_node, cores, memories)
         _check_views(root.child("memories"), cores, memories)
         _check_vector_tables(cores_node, cores)
         pools_node = root.get("pools")
@@ -352,6 +370,7 @@ class BoardReader:
             raise contexts_node.error("a board needs at least one context")
         _check_contexts(contexts_node, context_specs, cores)
         _check_irqs(context_specs, cores)
+        _check_image_entries(context_specs, cores)
         pools, stacks = reserve(pool_specs, context_specs, memories, cores, self.doc.file)
         contexts = {spec.name: spec.build(stacks) for spec in context_specs}
         run = self._run()
@@ -421,6 +440,11 @@ class BoardReader:
         if float_abi != "soft" and cpu in CPUS_WITHOUT_FPU:
             raise item.child("float_abi").error(
                 f"{cpu} has no floating-point unit; use float_abi: soft"
+            )
+        if not item.has("layout"):
+            raise item.error(
+                f"core {name!r} needs a `layout` (where its image goes), or `image: CORE` to "
+                f"run another core's image"
             )
         layout = _layout(item.child("layout"), name, memories)
         _check_vector_move(item.child("layout"), cpu, layout)
@@ -907,6 +931,8 @@ def _check_copiers(
     """An image its releaser copies has a releaser that reaches both where the image is
     programmed and where it runs; a boot ROM starts only a core that starts at reset."""
     for name, core in cores.items():
+        if core.image is not None:
+            continue  # it runs another core's image, laid out (and copied) by that core
         layout = core.layout
         layout_node = cores_node.child(name).child("layout")
         if layout.copy == "boot-rom" and core.release is not None:
@@ -935,26 +961,35 @@ def _check_rom_copies(cores_node: Node, cores: Mapping[str, Core], run: Run) -> 
     if run.qemu is None:
         return
     for name, core in cores.items():
-        if core.layout.copy == "boot-rom":
+        if core.image is None and core.layout.copy == "boot-rom":
             raise cores_node.child(name).child("layout").child("copy").error(
                 f"QEMU machine {run.qemu.machine!r} has no boot ROM that copies images; "
                 f"use copy: reset"
             )
 
-def _check_shared_layouts(cores_node: Node, cores: Mapping[str, Core]) -> None:
-    """Two images never put their own sections in one memory: each grows from its bottom."""
-    owner: dict[str, str] = {}
+
+def _check_shared_layouts(
+    cores_node: Node, cores: Mapping[str, Core], memories: Mapping[str, Memory]
+) -> None:
+    """Images may share a memory: memplace gives each its own range of it (`codegen`), one
+    after another, each starting at its vector table where that is in the memory. So two
+    vector tables in one memory need two boot addresses."""
+    first: dict[tuple[str, int], str] = {}
     for name, core in cores.items():
-        layout_node = cores_node.child(name).child("layout")
-        for part, memory in zip(LAYOUT_KEYS, core.layout.memories(), strict=True):
-            first = owner.setdefault(memory, name)
-            if first != name:
-                # `load` defaults to the code memory, which is checked first: every
-                # clash is on a key the file spells out.
-                raise layout_node.child(part).error(
-                    f"core {first!r} already puts its image in memory {memory!r} ({part} of "
-                    f"core {name!r}); give each core a memory of its own (split the memory in two)"
-                )
+        if core.image is not None:
+            continue  # it runs another core's image: nothing of its own to place
+        vectors = memories[core.layout.vectors]
+        system = core.boot - vectors.address_for(name) + vectors.origin
+        other = first.setdefault((vectors.name, system), name)
+        if other != name:
+            node = cores_node.child(name)
+            raise (node.child("boot") if node.has("boot") else node.child("layout")).error(
+                f"cores {other!r} and {name!r} both start from a vector table at "
+                f"0x{core.boot:08x} in memory {core.layout.vectors!r}; their images share that "
+                f"memory one after the other: give core {name!r} a `boot` address past the "
+                f"image of core {other!r}"
+            )
+
 
 def _check_views(memories_node: Node, cores: Iterable[str], memories: Mapping[str, Memory]) -> None:
     """No core may see two memories at overlapping addresses. The error points at the
@@ -1040,4 +1075,131 @@ def _check_preempts(spec: ContextSpec, by_name: Mapping[str, ContextSpec]) -> No
             raise place.error(
                 f"an exception preempts only a less urgent one: give {spec.name!r} a priority "
                 f"below {target.priority} (lower is more urgent)"
+            )
+
+
+def _runs_other_image(node: Node) -> bool:
+    return isinstance(node.value, dict) and node.has("image")
+
+
+def _joined_core(
+    item: Node, memories: Mapping[str, Memory], owners: Mapping[str, Core], names: list[str]
+) -> Core:
+    """A core that runs the image of another (`image: OWNER`), as the Pico SDK's two cores
+    run one image: the owner's layout, the owner's cpu and float ABI, started by the owner
+    once its reset code has set the image's data up, from a vector table of its own."""
+    name = _name(item, item.path[-1])
+    item.mapping(_names(CORE_KEYS), required=_required(CORE_KEYS))
+    image_node = item.child("image")
+    image = image_node.name()
+    if image == name:
+        raise image_node.error(
+            f"core {name!r} names itself; a core runs its own image without `image`"
+        )
+    if image not in names:
+        others = [other for other in names if other != name]
+        raise image_node.error(f"no core {image!r}; {suggest(image, others)}")
+    if image not in owners:
+        raise image_node.error(
+            f"core {image!r} itself runs another core's image; name the core whose image it is"
+        )
+    owner = owners[image]
+    if owner.layout.copy is not None:
+        raise image_node.error(
+            f"core {image!r} runs its image after copying it at boot (copy: "
+            f"{owner.layout.copy}); a second core cannot join a copied image yet: give core "
+            f"{name!r} an image of its own"
+        )
+    if item.has("interrupts"):
+        raise item.child("interrupts").key_error(
+            f"core {name!r} runs the image of core {image!r}, whose vector table for it holds "
+            f"the core exceptions only; device interrupt lines on a joining core are not "
+            f"supported yet: remove `interrupts`"
+        )
+    if item.has("layout"):
+        raise item.child("layout").key_error(
+            f"core {name!r} runs the image of core {image!r}, whose layout says where it goes; "
+            f"remove `layout`"
+        )
+    cpu = item.child("cpu").choice(CPUS)
+    if cpu != owner.cpu:
+        raise item.child("cpu").error(
+            f"one image is built for one cpu: core {image!r} is {owner.cpu}, so core {name!r} "
+            f"cannot run its image as {cpu}"
+        )
+    float_abi = owner.float_abi
+    if item.has("float_abi"):
+        float_abi = item.child("float_abi").choice(FLOAT_ABIS)
+        if float_abi != owner.float_abi:
+            raise item.child("float_abi").error(
+                f"one image has one float ABI: core {image!r} uses {owner.float_abi}, "
+                f"not {float_abi}"
+            )
+    _check_joined_memories(image_node, name, owner, memories)
+    if not item.has("release"):
+        raise item.error(
+            f"core {name!r} runs the image of core {image!r}, which starts it once the image's "
+            f"data is set up: add release: {{by: {image}, ...}}"
+        )
+    release = _release(item.child("release"))
+    if release.by != image:
+        raise item.child("release").child("by").error(
+            f"core {name!r} runs the image of core {image!r}: core {image!r} releases it, "
+            f"after its reset code has set the image's data up"
+        )
+    vectors = memories[owner.layout.vectors]
+    boot = owner.boot + JOINED_VECTORS_OFFSET
+    if item.has("boot"):
+        boot = _boot(item.child("boot"), name, vectors)
+        if boot <= owner.boot:
+            raise item.child("boot").error(
+                f"the vector table of core {name!r} goes after that of core {image!r}, which "
+                f"starts at 0x{owner.boot:08x}"
+            )
+    elif boot >= vectors.address_for(name) + vectors.size:
+        raise item.error(
+            f"no room for core {name!r}'s vector table in memory {vectors.name!r}; set `boot`"
+        )
+    rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
+    return Core(name, cpu, float_abi, owner.layout, boot, release, rtos, image=image)
+
+
+def _check_joined_memories(
+    node: Node, name: str, owner: Core, memories: Mapping[str, Memory]
+) -> None:
+    """The image is linked as its owner sees memory: the core that joins it must reach every
+    memory of the image, and see every memory both reach at the same address."""
+    for memory in dict.fromkeys(owner.layout.memories()):
+        if name not in memories[memory].access:
+            raise node.error(
+                f"core {name!r} cannot access memory {memory!r}, which holds the image of core "
+                f"{owner.name!r}; add it to that memory's access list"
+            )
+    for seen in memories.values():
+        if name in seen.access and owner.name not in seen.access:
+            raise node.error(
+                f"core {name!r} reaches memory {seen.name!r}, which core {owner.name!r} does "
+                f"not: the image they share is linked with one memory map; add {owner.name} to "
+                f"that memory's access list"
+            )
+        both = name in seen.access and owner.name in seen.access
+        if both and seen.address_for(name) != seen.address_for(owner.name):
+            raise node.error(
+                f"cores {owner.name!r} and {name!r} see memory {seen.name!r} at different "
+                f"addresses, so one image cannot serve both"
+            )
+
+
+def _check_image_entries(specs: list[ContextSpec], cores: Mapping[str, Core]) -> None:
+    """Contexts of different cores that run one image start at functions of that one image:
+    each needs an entry of its own."""
+    entries: dict[tuple[str, str], ContextSpec] = {}
+    for spec in specs:
+        core = cores[spec.core]
+        first = entries.setdefault((core.image_name, spec.entry), spec)
+        if first.core != spec.core:
+            raise (spec.node.get("entry") or spec.node).error(
+                f"context {first.name!r} of core {first.core!r} already starts at "
+                f"{spec.entry}() in the image core {spec.core!r} runs too; give this context an "
+                f"entry of its own (entry: NAME)"
             )

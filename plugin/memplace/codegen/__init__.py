@@ -119,6 +119,12 @@ def render(
     files: dict[str, str] = {}
     for core in context["cores"]:
         core_context = {**context, "core": core}
+        if core["image"] != core["name"]:
+            # It runs another core's image: startup code of its own, linked into that image.
+            files[f"memplace/{core['name']}/startup.c"] = _render(
+                env, "startup_joined.c", core_context
+            )
+            continue
         for template in ("linker.ld", "startup.c"):
             files[f"memplace/{core['name']}/{template}"] = env.get_template(
                 f"project/{template}.j2"
@@ -177,7 +183,7 @@ def _manifest(board: Board, plan: Plan, options: RenderOptions) -> str:
         "project_type": options.project_type,
         "board": board.to_data(),
         "plan": plan.to_json(),
-        "images": {name: f"build/{name}.elf" for name in board.cores},
+        "images": {name: f"build/{core.image_name}.elf" for name, core in board.cores.items()},
         "checksums": {p.name: fnv1a(p.contents) for p in plan.placements if p.contents is not None},
     }
     return json.dumps(data, indent=2) + "\n"

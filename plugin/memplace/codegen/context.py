@@ -10,6 +10,7 @@ different images never overlap.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,11 @@ class RenderOptions:
     # and the include folder of TVM's standalone CRT, relative to the project.
     model: ModelArchive | None = None
     standalone_crt: str | None = None
+    # Bytes each image takes of each memory several images share (memory -> core -> bytes),
+    # measured from a build: each image gets a range of that memory sized so
+    # (`image_ranges`). `sizing`: the build that measures them, every image given all the room.
+    image_sizes: Mapping[str, Mapping[str, int]] | None = None
+    sizing: bool = False
 
     def storage(self, usage: PoolUsage) -> int:
         """Bytes of a pool's storage: what the plan uses, or the arena it must hold."""
@@ -101,7 +107,10 @@ def main_context(board: Board, core: str) -> Context:
 
 
 def pool_owner(board: Board, pool: PoolUsage) -> str:
-    return next(core for core in board.cores if core in board.memories[pool.memory].access)
+    """The core whose image defines a pool's storage: the image of the first core (in board
+    order) that reaches the pool's memory."""
+    first = next(core for core in board.cores if core in board.memories[pool.memory].access)
+    return board.cores[first].image_name
 
 
 def exercising_core(board: Board, placement: Placement, users: dict[str, tuple[str, ...]]) -> str:
@@ -201,6 +210,7 @@ def project_context(
         "sources": options.sources,
         "tflm_arena": _tflm_arena(plan, options),
         "multicore": len(board.cores) > 1,
+        "shared_image_memories": shared_image_memories(board),
         "steps": list(plan.steps),
         "pools": pools,
         "arenas": all_arenas,
@@ -267,22 +277,108 @@ def _view(board: Board, memory: str, core: str) -> int:
     return board.memories[memory].shift(core)
 
 
-def _image_slices(board: Board, reserved: dict[str, int]) -> dict[tuple[str, str], tuple[int, int]]:
+def _image_slices(
+    board: Board, reserved: dict[str, int], options: RenderOptions | None = None
+) -> dict[tuple[str, str], tuple[int, int]]:
     """(memory, core) -> [start, end) of that core's image part, in system addresses."""
     slices = {}
     for memory in board.memories.values():
-        holders = [
-            core.name for core in board.cores.values() if memory.name in core.layout.memories()
-        ]
+        holders = image_holders(board, memory.name)
         end = reserved.get(memory.name, memory.origin + memory.size)
-        share = (end - memory.origin) // max(len(holders), 1) // 8 * 8
-        for index, core in enumerate(holders):
-            start = memory.origin + index * share
-            slices[(memory.name, core)] = (
-                start,
-                end if index == len(holders) - 1 else start + share,
-            )
+        if len(holders) < 2:
+            slices.update({(memory.name, core): (memory.origin, end) for core in holders})
+            continue
+        sizes = None if options is None else options.image_sizes
+        sizing = options is not None and options.sizing
+        for core, (start, stop) in image_ranges(board, memory.name, end, sizes, sizing).items():
+            slices[(memory.name, core)] = (start, stop)
     return slices
+
+
+# Images that share a memory start on this boundary: past VTOR's 128 bytes, and a flash page
+# of the RP2040's (and most QSPI flashes).
+IMAGE_ALIGN = 256
+
+
+def image_holders(board: Board, memory: str) -> list[str]:
+    """The cores whose own image puts sections (vectors, code, data or load copies) in
+    `memory`, in board order."""
+    return [
+        core.name
+        for core in board.cores.values()
+        if core.image is None and memory in core.layout.memories()
+    ]
+
+
+def _fixed_start(board: Board, memory: str, core: str) -> int | None:
+    """Where an image must start in `memory`: at its vector table, when that is here."""
+    here = board.memories[memory]
+    own = board.cores[core]
+    if own.layout.vectors != memory:
+        return None
+    return own.boot - here.address_for(core) + here.origin
+
+
+def image_ranges(
+    board: Board,
+    memory: str,
+    end: int,
+    sizes: Mapping[str, Mapping[str, int]] | None,
+    sizing: bool = False,
+) -> dict[str, tuple[int, int]]:
+    """[start, end) of each image's own range of a memory several images share, in system
+    addresses. An image whose vector table is here starts at it (its `boot`); the others
+    start where the image before them ends, rounded up to IMAGE_ALIGN. `sizes` are the
+    measured bytes of each image in each memory (memory -> core -> bytes): each image ends
+    where the next begins, and the last takes the rest. Without sizes, the images that do
+    not start at a vector table share the room between those that do evenly; `sizing` gives
+    every image all the room from its start to `end`, for the build that measures them."""
+    holders = image_holders(board, memory)
+    here = board.memories[memory]
+    starts: dict[str, int] = {}
+    cursor = here.origin
+    measured = (sizes or {}).get(memory, {})
+    for index, core in enumerate(holders):
+        fixed = _fixed_start(board, memory, core)
+        if fixed is not None:
+            start = fixed
+        elif sizes is not None or sizing:
+            start = _align(cursor)
+        else:
+            start = _align(here.origin + index * ((end - here.origin) // len(holders)))
+        if start < cursor:
+            before = holders[index - 1]
+            raise InputError(
+                f"memory {memory!r} holds the images of cores {', '.join(holders)}: the image "
+                f"of core {before!r} takes [0x{starts[before]:08x}, 0x{cursor:08x}), past "
+                f"0x{start:08x} where the vector table of core {core!r} starts; give core "
+                f"{core!r} a later `boot`, or its image a memory of its own",
+                key=f"cores.{core}.boot",
+            )
+        starts[core] = start
+        cursor = start + measured.get(core, 0) if sizes is not None else start
+    ranges = {}
+    for index, core in enumerate(holders):
+        stop = end if sizing or index + 1 == len(holders) else starts[holders[index + 1]]
+        if starts[core] + measured.get(core, 0) > stop:
+            raise InputError(
+                f"memory {memory!r} holds the images of cores {', '.join(holders)}, "
+                f"{sum(measured.values())} bytes in all ("
+                + ", ".join(f"{c}: {measured.get(c, 0)}" for c in holders)
+                + f"), more than its {end - here.origin} bytes left for images",
+                key=f"memories.{memory}",
+            )
+        ranges[core] = (starts[core], stop)
+    return ranges
+
+
+def shared_image_memories(board: Board) -> list[str]:
+    """The memories in which several images put sections of their own."""
+    return [name for name in board.memories if len(image_holders(board, name)) > 1]
+
+
+def _align(address: int) -> int:
+    return -(-address // IMAGE_ALIGN) * IMAGE_ALIGN
 
 
 def _core(
@@ -293,7 +389,7 @@ def _core(
     reached_names = {m.name for m in reached}
     all_pools = [p for p in plan.pools if p.used]
     reserved = _reserved(board, plan)
-    slices = _image_slices(board, reserved)
+    slices = _image_slices(board, reserved, options)
     box = mailbox(board, reserved)
     if box is not None:
         box["address"] = box["system_address"] + _view(board, box["memory"], core.name)
@@ -332,7 +428,8 @@ def _core(
             }
         )
     stacks = [s for s in plan.stacks if board.contexts[s.owner].core == core.name]
-    for stack in stacks:
+    joined = _joined(board, plan, core)
+    for stack in [*stacks, *(s for j in joined for s in j["stacks"])]:
         regions.append(
             {
                 "name": f"stack_{stack.c_name}",
@@ -354,7 +451,9 @@ def _core(
     for isr in isrs:
         if isr.irq is not None:
             _check_level(isr, core, "the startup code programs device interrupt priorities")
-    entry = "app_main" if options.project_type == "app" else main.entry
+    # A core that runs another's image starts at its own context's entry, app or not: the
+    # image has one app_main, the owner's.
+    entry = "app_main" if options.project_type == "app" and not core.image else main.entry
     return {
         "name": core.name,
         "cpu": core.cpu,
@@ -391,6 +490,11 @@ def _core(
             for p in foreign_pools
         ],
         "stacks": [_stack(s, board) for s in stacks],
+        "image": core.image_name,
+        "runs_other_image": core.image is not None,
+        "boot": core.boot,
+        "joined": [{**j, "stacks": [_stack(s, board) for s in j["stacks"]]} for j in joined],
+        "runs_define": f"MEMPLACE_RUNS_{core.name}",
         "threads": [_thread(plan, s, isrs, core, board) for s in stacks if s.thread is not None],
         "main_stack": main.name,
         "entry": entry,
@@ -421,7 +525,7 @@ def _core(
             _checked(plan.workload, p) for p in plan.placements if p.stack == main.name
         ],
         "stack_area": next((s.planned for s in stacks if s.context == main.name), 0),
-        "sources": _sources(core, plan.workload, options),
+        "sources": _sources(core, plan.workload, options, board),
     }
 
 
@@ -583,7 +687,11 @@ def _release_table_address(
 
 
 def _held_by_others(board: Board, memory: str) -> list[str]:
-    return [core.name for core in board.cores.values() if memory in core.layout.memories()]
+    return [
+        core.name
+        for core in board.cores.values()
+        if core.image is None and memory in core.layout.memories()
+    ]
 
 
 def _priority_bits(core: Core) -> int:
@@ -665,8 +773,28 @@ def _checked(workload: str, placement: Placement) -> dict[str, Any]:
     }
 
 
-def _sources(core: Core, workload: str, options: RenderOptions) -> list[str]:
+def _sources(core: Core, workload: str, options: RenderOptions, board: Board) -> list[str]:
+    """The sources of the image `core` runs: its own and those of the cores that join it."""
     sources = [f"memplace/{core.name}/startup.c", f"memplace/src/{workload}_pools.c"]
     if options.project_type == "exerciser":
         sources.append(f"src/exerciser_{core.name}.c")
+    for other in board.cores.values():
+        if other.image == core.name:
+            sources.append(f"memplace/{other.name}/startup.c")
+            if options.project_type == "exerciser":
+                sources.append(f"src/exerciser_{other.name}.c")
     return sources
+
+
+def _joined(board: Board, plan: Plan, core: Core) -> list[dict[str, Any]]:
+    """The cores that run the image of `core`: the address of each one's vector table, and
+    its stacks, which this image's linker script places."""
+    return [
+        {
+            "name": other.name,
+            "vectors": other.boot,
+            "stacks": [s for s in plan.stacks if board.contexts[s.owner].core == other.name],
+        }
+        for other in board.cores.values()
+        if other.image == core.name
+    ]

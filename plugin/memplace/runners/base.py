@@ -100,7 +100,7 @@ class Runner:
         """The exact argv that programs `images` (by core, the booting core first)."""
         if not images:
             raise InputError("no image to flash", key="DIR")
-        return self._flash_argv([str(image) for image in images.values()])
+        return self._flash_argv([str(image) for image in dict.fromkeys(images.values())])
 
     def _flash_argv(self, images: list[str]) -> list[str]:
         raise InputError(f"runner {self.name} does not flash boards", key="--runner")

@@ -27,7 +27,8 @@ class QemuRunner(Runner):
         no display, semihosting to QEMU's own stdio, the first image as the kernel."""
         if not images:
             raise InputError("no image to run", key="DIR")
-        first, *rest = images.values()
+        # Cores that run one image name one file: it is loaded once.
+        first, *rest = dict.fromkeys(images.values())
         argv = [
             EXECUTABLE,
             "-M",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from memplace.board import POOL_ALIGN, STACK_ALIGN, Board
@@ -103,7 +104,43 @@ class _CoreChecker:
         findings += self._check_load_copies()
         findings += self._check_release_table()
         findings += self._check_rom_copy()
+        findings += self._check_joined_vectors()
         return findings
+
+    def _check_joined_vectors(self) -> list[Finding]:
+        """A core that runs another core's image starts from its own vector table, where its
+        release points it: at its `boot` address, with its main stack's top and a reset
+        handler of the image."""
+        core = self.board.cores[self.core]
+        if core.image is None:
+            return []
+        name = f"memplace_vectors_{self.core}"
+        symbol = self.image.get_symbol(name)
+        if symbol is None:
+            return [self.finding("vectors", self.core, f"{name} is missing from {self.file}")]
+        if symbol.address != core.boot:
+            return [
+                self.finding(
+                    "vectors",
+                    self.core,
+                    f"{name} is at 0x{symbol.address:08x}, but core {self.core}'s release "
+                    f"starts it from 0x{core.boot:08x}",
+                )
+            ]
+        table = self.image.read(symbol.address, 8)
+        stack = next((s for s in self.plan.stacks if s.context == _main_context(self)), None)
+        if table is None or stack is None:
+            return []
+        sp, reset = struct.unpack("<II", table)
+        top = self._expected(stack.memory, stack.address) + stack.budget
+        problems = []
+        if sp != top:
+            problems.append(
+                f"its stack pointer is 0x{sp:08x}, not the top of its stack 0x{top:08x}"
+            )
+        if not any(s.kind == "func" and s.address == reset & ~1 for s in self.image.symbols):
+            problems.append(f"its reset entry 0x{reset:08x} is no function of the image")
+        return [self.finding("vectors", self.core, f"{name}: {problem}") for problem in problems]
 
     def _expected(self, memory: str, address: int) -> int:
         return address + self.board.memories[memory].shift(self.core)
@@ -482,17 +519,25 @@ def _check_shared_memory(
 ) -> Iterator[Finding]:
     board = project.board
     data = board.memories[memory]
-    spans: dict[tuple[str, int, int], list[str]] = {}
+    spans: dict[tuple[str, int, int, Path], list[str]] = {}
     for core in cores:
         shift = data.shift(core)
         start, end = data.origin + shift, data.origin + shift + data.size
-        for section in images[core].sections:
+        image = images[core]
+        for section in image.sections:
             if start <= section.address < end:
-                key = (section.name, section.address - shift, section.end - shift)
+                key = (section.name, section.address - shift, section.end - shift, image.path)
                 spans.setdefault(key, []).append(core)
-    # The same section at the same system addresses in several images is one thing (a pool
-    # every image places alike); anything else sharing a byte is a clash.
-    named = [(f"{name} of {'+'.join(owners)}", lo, hi) for (name, lo, hi), owners in spans.items()]
+            # A load copy here is the image's too: programmed bytes of two images never mix.
+            if section.copied and start <= section.lma < end:
+                lma = section.lma - shift
+                key = (f"{section.name} (load copy)", lma, lma + section.size, image.path)
+                spans.setdefault(key, []).append(core)
+    # Cores that run one image (one ELF) hold its sections once; sections of different
+    # images sharing a byte are a clash, whatever their names.
+    named = [
+        (f"{name} of {'+'.join(owners)}", lo, hi) for (name, lo, hi, _), owners in spans.items()
+    ]
     for item in _overlaps(named, Finding, subject_prefix=f"{memory}: "):
         yield Finding("shared", item.subject, f"in shared memory {memory}: {item.message}")
     for pool in project.plan.pools:
@@ -511,3 +556,11 @@ def _check_shared_memory(
                 pool.name,
                 f"{name} has different system addresses in the images: {where}",
             )
+
+
+def _main_context(checker: _CoreChecker) -> str | None:
+    """The context whose stack a core starts on: its first thread context with a stack."""
+    for context in checker.board.contexts.values():
+        if context.core == checker.core and context.kind == "thread" and context.stack:
+            return context.name
+    return None

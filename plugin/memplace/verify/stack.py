@@ -428,7 +428,8 @@ def gcc_reports(
     """The .su and .ci files of one image, in a stable order. A folder the user names must
     hold them: without them the bound would quietly rest on the disassembly alone."""
     if objects is None:
-        return gcc_files(build_dir(project.folder), core)
+        # The CMake target is the image's, named after the core whose image it is.
+        return gcc_files(build_dir(project.folder), project.images[core].stem)
     if not objects.is_dir():
         raise InputError(f"no folder of objects at {objects}", key="--objects")
     su_files = sorted(objects.rglob("*.su"))
@@ -632,6 +633,14 @@ def _root(image: Image, graph: CallGraph, stack: Any, context: Context) -> int |
         (sp,) = struct.unpack("<I", initial)
         if sp == symbol.address + symbol.size and image.entry in graph.nodes:
             return image.entry
+    # A core that runs another core's image starts from a vector table of its own.
+    joined = image.get_section(f".vectors.{context.core}")
+    table = image.read(joined.address, 8) if joined else None
+    if symbol is not None and table is not None:
+        sp, reset = struct.unpack("<II", table)
+        start = int(reset) & ~1
+        if sp == symbol.address + symbol.size and start in graph.nodes:
+            return start
     return graph.by_name.get(context.entry)
 
 
