@@ -39,7 +39,7 @@ from memplace.project_api.carried.server import (
     fd_problem,
     serve_on,
 )
-from memplace.project_api.carried.standalone import MODEL_ARCHIVE, PLATFORM_NAME, host_driven
+from memplace.project_api.carried.standalone import PLATFORM_NAME, archive_path, host_driven
 from memplace.project_api.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.project_api.carry import board_info
 from memplace.runners import FlashRequest, QemuRunner, default_runner
@@ -106,7 +106,7 @@ class MemplaceHandler(TransportMethods):
             "is_template": self.project is None,
             # TVM's convention: "" for a template, where a project keeps its archive else.
             "model_library_format_path": (
-                "" if self.project is None else str(self.project / MODEL_ARCHIVE)
+                "" if self.project is None else archive_path(self.project)
             ),
             "project_dir": None if self.project is None else str(self.project),
             "project_options": list(self.options),

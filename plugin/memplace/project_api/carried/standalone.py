@@ -101,6 +101,13 @@ class CarriedProject:
         return find_tool(name, self.install_hints.get(name))
 
 
+def archive_path(folder: Path) -> str:
+    """Where a project keeps the Model Library Format archive it was made from, as TVM's
+    servers say it; "" when it was made from something else (a workload file, a model)."""
+    archive = folder / MODEL_ARCHIVE
+    return str(archive) if archive.is_file() else ""
+
+
 class ProjectHandler(TransportMethods):
     """The work behind each Project API method, for the project the server sits in. It
     serves the project options memplace stored and checks each request's against them."""
@@ -113,7 +120,7 @@ class ProjectHandler(TransportMethods):
         return {
             "platform_name": PLATFORM_NAME,
             "is_template": False,
-            "model_library_format_path": str(self.project.folder / MODEL_ARCHIVE),
+            "model_library_format_path": archive_path(self.project.folder),
             "project_dir": str(self.project.folder),
             "project_options": list(self.project.options),
             **self.project.board_info,
