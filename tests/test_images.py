@@ -570,6 +570,22 @@ def test_a_joining_core_takes_device_interrupts_on_its_own_lines_under_qemu(
     run = json.loads((out / BUILD_DIR / "run.json").read_text())["output"]
     assert "memplace: result pass" in run and "fail" not in run
 
+    # `memplace stacks` reads dev1's handler from cpu1's own table: rewired to the default
+    # handler there, it is a `vector` finding (cpu0's line 8 still holds DEV0_Handler).
+    image = bytearray(elf.read_bytes())
+    struct.pack_into("<I", image, table["sh_offset"] + 4 * (16 + 8), address["Default_Handler"] | 1)
+    rewired = tmp_path / "rewired.elf"
+    rewired.write_bytes(image)
+    argv = ("stacks", "--board", path, "--core", "cpu1", "--objects", out / BUILD_DIR, rewired)
+    code, text, _ = run_cli(capsys, *argv)
+    assert code == 1
+    assert (
+        "FAIL vector main1: isr dev1: entry 24 (irq 8) of the vector table at 0x10000800 holds "
+        "Default_Handler, not DEV1_Handler()"
+    ) in text
+    argv = ("stacks", "--board", path, "--core", "cpu0", "--objects", out / BUILD_DIR, rewired)
+    assert run_cli(capsys, *argv)[0] == 0
+
 
 @pytest.mark.qemu
 def test_a_line_of_a_joining_core_with_no_handler_reports_which_line_fired(
