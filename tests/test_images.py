@@ -212,6 +212,41 @@ def test_a_joining_cores_vector_table_ends_before_the_next_one_in_the_image(
     )
 
 
+def test_a_joining_core_with_lines_needs_its_default_table_on_its_vtor_boundary(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """cpu0 boots from 0x10000080, so cpu1's table goes 2K on, at 0x10000880: 48 entries
+    need a 256-byte boundary there, said at cpu1's `interrupts`."""
+    board = _board(CPU1.replace("image: cpu0", "image: cpu0\n    interrupts: 32")).replace(
+        "float_abi: hard\n", "float_abi: hard\n    boot: 0x10000080\n", 1
+    )
+    _refused(
+        capsys,
+        tmp_path,
+        board,
+        12,
+        "cores.cpu1.interrupts: a vector table of 48 entries starts on a 256-byte boundary "
+        "(VTOR); core 'cpu1' boots from 0x10000880",
+    )
+
+
+def test_an_isr_of_a_joining_core_needs_lines_on_that_core(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """cpu0's lines are cpu0's NVIC's: cpu1 declares its own."""
+    board = _with_device_isrs(_board()).replace(
+        "image: cpu0\n    interrupts: 124\n", "image: cpu0\n"
+    )
+    path, workload = _files(tmp_path, board)
+    error = cli_error(capsys, "plan", path, workload)
+    line = board.splitlines().index("    irq: 8") + 1
+    assert re.match(rf"memplace: error: {re.escape(str(path))}:{line}:\d+: ", error), error
+    assert (
+        "contexts.dev1.irq: core 'cpu1' declares no device interrupt lines; add "
+        "`interrupts: N` to it"
+    ) in error, error
+
+
 def test_a_core_cannot_join_an_image_copied_at_boot(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
