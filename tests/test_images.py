@@ -149,10 +149,23 @@ def _refused(
             "0x10000000",
         ),
         (
-            CPU1.replace("image: cpu0", "image: cpu0\n    interrupts: 32"),
+            CPU1.replace("image: cpu0", "image: cpu0\n    interrupts: 481"),
             11,
-            "core 'cpu1' runs the image of core 'cpu0', whose vector table for it holds the core "
-            "exceptions only; device interrupt lines on a joining core are not supported yet",
+            "a cortex-m33 has at most 480 device interrupt lines, got 481",
+        ),
+        (
+            CPU1.replace("image: cpu0", "image: cpu0\n    interrupts: 32\n    boot: 0x10000880"),
+            12,
+            "a vector table of 48 entries starts on a 256-byte boundary (VTOR); core 'cpu1' "
+            "boots from 0x10000880",
+        ),
+        (
+            CPU1.replace("image: cpu0", "image: cpu0\n    boot: 0x10000400").replace(
+                "0x10000800", "0x10000400"
+            ),
+            12,
+            "the vector table of core 'cpu0' (496 entries from 0x10000000) runs into the vector "
+            "table of core 'cpu1' at 0x10000400; set `boot` of core 'cpu1' further on",
         ),
     ],
     ids=[
@@ -164,13 +177,74 @@ def _refused(
         "no-release",
         "neither",
         "boot-before",
-        "interrupts",
+        "too-many-lines",
+        "table-unaligned",
+        "owner-table-too-long",
     ],
 )
 def test_a_core_running_another_cores_image_is_refused_where_the_board_says_wrong(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu1: str, line: int, message: str
 ) -> None:
-    _refused(capsys, tmp_path, _board(cpu1), line, message)
+    board = _board(cpu1)
+    if "core 'cpu0' (496 entries" in message:  # cpu0's own table takes the most lines
+        board = board.replace("float_abi: hard\n", "float_abi: hard\n    interrupts: 480\n", 1)
+    _refused(capsys, tmp_path, board, line, message)
+
+
+def test_a_joining_cores_vector_table_ends_before_the_next_one_in_the_image(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each table of the image sits where its release starts it: 480 lines on cpu1 take
+    1984 bytes from 0x10000800, past where cpu2's table starts."""
+    cpu2 = (
+        "  cpu2:\n    cpu: cortex-m33\n    image: cpu0\n    boot: 0x10000c00\n"
+        "    release: {by: cpu0, steps: [{write: 0x50021114, value: 0x10000c00}]}\n"
+    )
+    board = _board(CPU1.replace("image: cpu0", "image: cpu0\n    interrupts: 480"), extra=cpu2)
+    _refused(
+        capsys,
+        tmp_path,
+        board,
+        11,
+        "cores.cpu1.interrupts: the vector table of core 'cpu1' (496 entries from 0x10000800) "
+        "runs into the vector table of core 'cpu2' at 0x10000c00; give core 'cpu1' fewer "
+        "interrupt lines, or a `boot` with room for them",
+    )
+
+
+def test_a_joining_core_with_lines_needs_its_default_table_on_its_vtor_boundary(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """cpu0 boots from 0x10000080, so cpu1's table goes 2K on, at 0x10000880: 48 entries
+    need a 256-byte boundary there, said at cpu1's `interrupts`."""
+    board = _board(CPU1.replace("image: cpu0", "image: cpu0\n    interrupts: 32")).replace(
+        "float_abi: hard\n", "float_abi: hard\n    boot: 0x10000080\n", 1
+    )
+    _refused(
+        capsys,
+        tmp_path,
+        board,
+        12,
+        "cores.cpu1.interrupts: a vector table of 48 entries starts on a 256-byte boundary "
+        "(VTOR); core 'cpu1' boots from 0x10000880",
+    )
+
+
+def test_an_isr_of_a_joining_core_needs_lines_on_that_core(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """cpu0's lines are cpu0's NVIC's: cpu1 declares its own."""
+    board = _with_device_isrs(_board()).replace(
+        "image: cpu0\n    interrupts: 124\n", "image: cpu0\n"
+    )
+    path, workload = _files(tmp_path, board)
+    error = cli_error(capsys, "plan", path, workload)
+    line = board.splitlines().index("    irq: 8") + 1
+    assert re.match(rf"memplace: error: {re.escape(str(path))}:{line}:\d+: ", error), error
+    assert (
+        "contexts.dev1.irq: core 'cpu1' declares no device interrupt lines; add "
+        "`interrupts: N` to it"
+    ) in error, error
 
 
 def test_a_core_cannot_join_an_image_copied_at_boot(
@@ -328,6 +402,44 @@ def test_the_rp2040_builds_one_image_both_cores_run(
     assert "boots at 0x10000900, released by core0, runs the image of core0" in shown
 
 
+@pytest.mark.qemu
+def test_the_rp2040s_core1_wires_its_own_device_interrupt_in_the_shared_image(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each RP2040 core has its own NVIC with lines 0..25: core1's isr on SIO_IRQ_PROC1 (line
+    16) is wired in core1's table, 2K past core0's, and counted on core1's stack."""
+    _, workload = _files(tmp_path, _board())
+    board = tmp_path / "rp.yaml"
+    board.write_text(
+        "memplace: board/v1\nextends: rp2040\nname: rp2040-fifo-irq\ncontexts:\n"
+        "  fifo1: {core: core1, kind: isr, entry: SIO_IRQ_PROC1_Handler, irq: 16, "
+        "preempts: [main1], priority: 1}\n"
+    )
+    out = tmp_path / "rp"
+    assert run_cli(capsys, "generate", board, workload, "--out", out)[0] == 0
+    startup = (out / "memplace/core1/startup.c").read_text()
+    # Priority 1 in the top 2 bits of byte 16 of core1's own NVIC_IPR (an M0+ has 2 bits).
+    assert "(*(volatile uint32_t *)0xe000e410u & ~0x000000ffu) | 0x00000040u;" in startup
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, stdout, _ = run_cli(capsys, "verify", out, "--json")
+    assert code == 0, stdout
+    stacks = {s["context"]: s for s in json.loads(stdout)["stacks"]}
+    assert [i["context"] for i in stacks["main1"]["interrupts"]] == ["fifo1"]
+    assert stacks["main"]["interrupts"] == []
+    with (out / BUILD_DIR / "core0.elf").open("rb") as stream:
+        elf = ELFFile(stream)
+        table = elf.get_section_by_name(".vectors.core1")
+        own = elf.get_section_by_name(".vectors")
+        assert table is not None and own is not None
+        assert table["sh_addr"] == 0x10000900 and table.data_size == (16 + 26) * 4
+        assert own.data_size == (16 + 26) * 4
+        line16 = struct.unpack_from("<I", table.data(), 4 * (16 + 16))[0]
+        symbols = elf.get_section_by_name(".symtab")
+        assert isinstance(symbols, SymbolTableSection)
+        names = {s.name: s["st_value"] for s in symbols.iter_symbols()}
+    assert line16 == names["SIO_IRQ_PROC1_Handler"] | 1
+
+
 def test_a_moved_vector_table_is_a_verify_finding(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -411,12 +523,144 @@ def test_an_app_image_calls_app_main_on_its_owner_and_the_context_entry_on_the_o
     assert "app on cpu0\n" in run and "app on cpu1\n" in run
 
 
+# Both M33s of the AN521 have an NVIC of their own, with line 8 on each: cpu0 wires its
+# line 8 to dev0, cpu1 its own line 8 to dev1, which nests over cpu1's PendSV isr.
+DEVICE_ISRS = """\
+  dev0: {core: cpu0, kind: isr, entry: DEV0_Handler, irq: 8, preempts: [main], priority: 1}
+  tick1: {core: cpu1, kind: isr, entry: PendSV_Handler, preempts: [main1], priority: 2}
+  dev1:
+    core: cpu1
+    kind: isr
+    entry: DEV1_Handler
+    irq: 8
+    preempts: [main1, tick1]
+    priority: 1
+"""
+WINDOW = "  - {name: window1, size: 512, live: [s0, s2], scope: main1.stack}\n"
+
+
+def _with_device_isrs(board: str) -> str:
+    board = board.replace("float_abi: hard\n", "float_abi: hard\n    interrupts: 124\n", 1)
+    board = board.replace("image: cpu0\n", "image: cpu0\n    interrupts: 124\n", 1)
+    return board.replace("run:\n", DEVICE_ISRS + "run:\n")
+
+
+@pytest.mark.qemu
+def test_a_joining_core_takes_device_interrupts_on_its_own_lines_under_qemu(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """cpu1 runs cpu0's image from its own table of 16 + 124 entries; its reset code sets
+    dev1's priority in its own NVIC, and its exerciser raises line 8 there inside tick1,
+    so both frames land on main1's stack over its planned stack buffer."""
+    plain_path, workload = _files(tmp_path, _board())
+    workload.write_text(WORKLOAD + WINDOW)
+    plain = run_cli(capsys, "check", plain_path, workload, "--out", tmp_path / "plain", "--json")
+    assert plain[0] == 0, plain[1] + plain[2]
+    path = tmp_path / "irq.yaml"
+    path.write_text(_with_device_isrs(_board()))
+    out = tmp_path / "p"
+    code, stdout, err = run_cli(capsys, "check", path, workload, "--out", out, "--json")
+    assert code == 0, stdout + err
+    report = json.loads(stdout)
+    assert report["ok"] and not report["findings"], report
+
+    startup = (out / "memplace/cpu1/startup.c").read_text()
+    assert "memplace_vectors_cpu1[140] = {" in startup
+    assert "    DEV1_Handler, /* irq 8 */\n" in startup
+    assert startup.count("    Default_Handler, /* irq ") == 123
+    # Priority 1 in the top 3 bits of byte 8 of cpu1's own NVIC_IPR.
+    assert "(*(volatile uint32_t *)0xe000e408u & ~0x000000ffu) | 0x00000020u;" in startup
+    exerciser = (out / "src/exerciser_cpu1.c").read_text()
+    assert "*(volatile uint32_t *)0xe000e200u = 0x00000100u; /* raise dev1 inside */" in exerciser
+
+    elf = out / BUILD_DIR / "cpu0.elf"
+    with elf.open("rb") as stream:
+        image = ELFFile(stream)
+        symbols = image.get_section_by_name(".symtab")
+        assert isinstance(symbols, SymbolTableSection)
+        named = [s for s in symbols.iter_symbols() if s.name]
+        table = image.get_section_by_name(".vectors.cpu1")
+        assert table is not None and table["sh_addr"] == 0x10000800
+        assert table.data_size == (16 + 124) * 4
+        cpu1_line8 = struct.unpack_from("<I", table.data(), 4 * (16 + 8))[0]
+        own = image.get_section_by_name(".vectors")
+        assert own is not None
+        cpu0_line8 = struct.unpack_from("<I", own.data(), 4 * (16 + 8))[0]
+    # One function of each name in the image: each core's line 8 goes to its own isr.
+    address = {s.name: s["st_value"] for s in named}
+    assert [s.name for s in named].count("DEV1_Handler") == 1
+    assert cpu1_line8 == address["DEV1_Handler"] | 1
+    assert cpu0_line8 == address["DEV0_Handler"] | 1
+
+    stacks = {s["context"]: s for s in report["stacks"]}
+    before = {s["context"]: s for s in json.loads(plain[1])["stacks"]}["main1"]
+    main1 = stacks["main1"]
+    costs = {i["context"]: i["bytes"] for i in main1["interrupts"]}
+    assert set(costs) == {"tick1", "dev1"}
+    assert [i["context"] for i in stacks["main"]["interrupts"]] == ["dev0"]
+    # Both of cpu1's isr frames at once on main1's stack, under the bound that counts them.
+    assert main1["measured"] >= before["measured"] + 2 * 64
+    assert main1["static_bound"] >= before["static_bound"] + sum(costs.values())
+    assert main1["measured"] <= main1["static_bound"] <= main1["budget"]
+    run = json.loads((out / BUILD_DIR / "run.json").read_text())["output"]
+    assert "memplace: result pass" in run and "fail" not in run
+
+    # `memplace stacks` reads dev1's handler from cpu1's own table: rewired to the default
+    # handler there, it is a `vector` finding (cpu0's line 8 still holds DEV0_Handler).
+    image = bytearray(elf.read_bytes())
+    struct.pack_into("<I", image, table["sh_offset"] + 4 * (16 + 8), address["Default_Handler"] | 1)
+    rewired = tmp_path / "rewired.elf"
+    rewired.write_bytes(image)
+    argv = ("stacks", "--board", path, "--core", "cpu1", "--objects", out / BUILD_DIR, rewired)
+    code, text, _ = run_cli(capsys, *argv)
+    assert code == 1
+    assert (
+        "FAIL vector main1: isr dev1: entry 24 (irq 8) of the vector table at 0x10000800 holds "
+        "Default_Handler, not DEV1_Handler()"
+    ) in text
+    argv = ("stacks", "--board", path, "--core", "cpu0", "--objects", out / BUILD_DIR, rewired)
+    assert run_cli(capsys, *argv)[0] == 0
+
+
+@pytest.mark.qemu
+def test_a_line_of_a_joining_core_with_no_handler_reports_which_line_fired(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path, workload = _files(tmp_path, _with_device_isrs(_board()))
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "app.c").write_text(
+        "#include <stdint.h>\n"
+        "int app_main(void) { return 0; }\n"
+        "void DEV0_Handler(void) {}\n"
+        "void DEV1_Handler(void) {}\n"
+        "void PendSV_Handler(void) {}\n"
+        "int main1(void)\n{\n"
+        "    *(volatile uint32_t *)0xE000E100u = 1u << 5; /* cpu1's NVIC_ISER0 */\n"
+        "    *(volatile uint32_t *)0xE000E200u = 1u << 5; /* cpu1's NVIC_ISPR0 */\n"
+        '    __asm__ volatile("dsb\\n isb" ::: "memory");\n'
+        "    for (;;) {\n    }\n}\n"
+    )
+    out = tmp_path / "p"
+    argv = ("--out", out, "--project-type", "app", "--sources", sources, "--json")
+    code, stdout, err = run_cli(capsys, "check", path, workload, *argv)
+    assert code == 1, stdout + err
+    findings = json.loads(stdout)["findings"]
+    assert {
+        "check": "run",
+        "subject": "fault",
+        "message": "the image stopped on exception 21 (device interrupt line 5, which has no "
+        "handler of its own)",
+    }.items() <= findings[0].items(), findings
+
+
 def test_the_board_schema_takes_image_in_place_of_layout() -> None:
     """Editors check board files against `memplace schema`: a core has `layout`, or `image`
     with the `release` that starts it, never both."""
     validator = jsonschema.Draft202012Validator(board_schema())
     data = yaml.safe_load(_board())
     assert list(validator.iter_errors(data)) == []
+    assert list(validator.iter_errors(yaml.safe_load(_with_device_isrs(_board())))) == []
     core = data["cores"]["cpu1"]
     for broken in (
         {**core, "layout": data["cores"]["cpu0"]["layout"]},

@@ -168,6 +168,32 @@ def test_verify_without_a_run_finds_nothing_and_bounds_every_stack(
     assert all(bound is not None and bound > 0 for bound in stacks.values()), stacks
 
 
+@pytest.mark.parametrize(
+    ("name", "lines"),
+    [
+        # NXP's startup_MIMXRT1176_cm7.S and _cm4.S: lines 0..217 on each core.
+        ("imxrt1176", {"cm7": 218, "cm4": 218}),
+        # RP2040 datasheet 2.3.2: lines 0..25 on each core; core1's table is in core0's image.
+        ("rp2040", {"core0": 26, "core1": 26}),
+    ],
+)
+def test_each_core_has_a_vector_table_of_its_own_nvics_lines(
+    name: str, lines: dict[str, int], built: Callable[[str], Path]
+) -> None:
+    board = load_board(name)
+    folder = built(name)
+    for core in board.cores.values():
+        assert core.interrupts == lines[core.name]
+        image = core.image or core.name
+        section_name = ".vectors" if core.image is None else f".vectors.{core.name}"
+        with (folder / BUILD_DIR / f"{image}.elf").open("rb") as stream:
+            section = ELFFile(stream).get_section_by_name(section_name)
+            assert section is not None, (core.name, section_name)
+            assert section["sh_size"] == 4 * (16 + lines[core.name])
+            # The table starts on its VTOR boundary: 1024 bytes for 234 entries, 256 for 42.
+            assert section["sh_addr"] % (1024 if lines[core.name] > 100 else 256) == 0
+
+
 @pytest.mark.parametrize("name", ["stm32h743", "stm32h747"])
 def test_the_vector_table_holds_every_device_line_with_its_isr_wired(
     name: str, built: Callable[[str], Path]

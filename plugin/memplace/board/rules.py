@@ -354,6 +354,7 @@ class BoardReader:
         _check_shared_layouts(cores_node, cores, memories)
         _check_views(root.child("memories"), cores, memories)
         _check_vector_tables(cores_node, cores)
+        _check_image_tables(cores_node, cores, memories)
         pools_node = root.get("pools")
         pool_specs = [
             self._pool(key, node, memories, cores)
@@ -1110,12 +1111,6 @@ def _joined_core(
             f"{owner.layout.copy}); a second core cannot join a copied image yet: give core "
             f"{name!r} an image of its own"
         )
-    if item.has("interrupts"):
-        raise item.child("interrupts").key_error(
-            f"core {name!r} runs the image of core {image!r}, whose vector table for it holds "
-            f"the core exceptions only; device interrupt lines on a joining core are not "
-            f"supported yet: remove `interrupts`"
-        )
     if item.has("layout"):
         raise item.child("layout").key_error(
             f"core {name!r} runs the image of core {image!r}, whose layout says where it goes; "
@@ -1161,7 +1156,56 @@ def _joined_core(
             f"no room for core {name!r}'s vector table in memory {vectors.name!r}; set `boot`"
         )
     rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
-    return Core(name, cpu, float_abi, owner.layout, boot, release, rtos, image=image)
+    # Each core has its own NVIC: the joining core's table has lines of its own.
+    interrupts = _interrupts(item.get("interrupts"), cpu)
+    return Core(
+        name, cpu, float_abi, owner.layout, boot, release, rtos, interrupts=interrupts, image=image
+    )
+
+
+def _check_image_tables(
+    cores_node: Node, cores: Mapping[str, Core], memories: Mapping[str, Memory]
+) -> None:
+    """The vector tables of one image lie at fixed addresses in its vectors memory: each one
+    (16 + its lines, 4 bytes an entry) ends before the next begins, and inside the memory."""
+    for owner in cores.values():
+        if owner.image is not None:
+            continue
+        tables = sorted(
+            (core.boot, core.name)
+            for core in cores.values()
+            if core.name == owner.name or core.image == owner.name
+        )
+        if len(tables) < 2:
+            continue
+        vectors = memories[owner.layout.vectors]
+        end_of_memory = vectors.address_for(owner.name) + vectors.size
+        follows = [(start, name) for start, name in tables[1:]] + [(end_of_memory, None)]
+        for (start, name), (next_start, next_name) in zip(tables, follows, strict=True):
+            core = cores[name]
+            end = start + 4 * (FIRST_IRQ_EXCEPTION + core.interrupts)
+            if end <= next_start:
+                continue
+            what = (
+                f"the end of memory {vectors.name!r} at 0x{next_start:08x}"
+                if next_name is None
+                else f"the vector table of core {next_name!r} at 0x{next_start:08x}"
+            )
+            if core.image is None:
+                # The owner's table runs into a joining core's: that one's `boot` moves it.
+                node = cores_node.child(str(next_name))
+                raise (node.child("boot") if node.has("boot") else node).error(
+                    f"the vector table of core {name!r} ({FIRST_IRQ_EXCEPTION + core.interrupts} "
+                    f"entries from 0x{start:08x}) runs into {what}; set `boot` of core "
+                    f"{next_name!r} further on"
+                )
+            node = cores_node.child(name)
+            place = node.child("interrupts") if node.has("interrupts") else node.child("image")
+            raise place.error(
+                f"the vector table of core {name!r} ({FIRST_IRQ_EXCEPTION + core.interrupts} "
+                f"entries from 0x{start:08x}) runs into {what}; give core {name!r} fewer "
+                f"interrupt lines, or a `boot` with room for them"
+            )
 
 
 def _check_joined_memories(

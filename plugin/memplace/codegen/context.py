@@ -787,13 +787,20 @@ def _sources(core: Core, workload: str, options: RenderOptions, board: Board) ->
 
 
 def _joined(board: Board, plan: Plan, core: Core) -> list[dict[str, Any]]:
-    """The cores that run the image of `core`: the address of each one's vector table, and
-    its stacks, which this image's linker script places."""
+    """The cores that run the image of `core`: the address of each one's vector table, its
+    stacks, which this image's linker script places, and its device isrs' entries."""
     return [
         {
             "name": other.name,
             "vectors": other.boot,
             "stacks": [s for s in plan.stacks if board.contexts[s.owner].core == other.name],
+            # Its device isrs' entries: weak aliases of this image's Default_Handler, which
+            # only this core's startup file (where Default_Handler is defined) can declare.
+            "device_entries": [
+                context.entry
+                for context in board.contexts.values()
+                if context.core == other.name and context.irq is not None
+            ],
         }
         for other in board.cores.values()
         if other.image == core.name
