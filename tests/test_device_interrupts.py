@@ -247,3 +247,50 @@ def test_a_table_the_reset_code_copies_is_aligned_for_vtor_and_wires_the_line(
     assert (
         int.from_bytes(table[4 * 24 : 4 * 25], "little") == _symbols(elf)["TIMER0_Handler"][0] | 1
     )
+
+
+def _patch_word(elf: Path, address: int, value: int) -> None:
+    """Writes `value` over the word the image loads at `address`, as a bad build would."""
+    with elf.open("rb") as handle:
+        for section in ELFFile(handle).iter_sections():
+            start = section["sh_addr"]
+            if (
+                section["sh_type"] == "SHT_PROGBITS"
+                and start <= address < start + section.data_size
+            ):
+                offset = section["sh_offset"] + address - start
+                break
+        else:
+            raise AssertionError(f"no section holds 0x{address:08x}")
+    with elf.open("r+b") as handle:
+        handle.seek(offset)
+        handle.write(struct.pack("<I", value))
+
+
+def test_verify_finds_an_isr_that_is_not_its_lines_vector_table_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "timer.yaml"
+    board.write_text(TIMER_BOARD)
+    workload = tmp_path / "irqdemo.yaml"
+    workload.write_text(WORKLOAD)
+    project = tmp_path / "p"
+    assert run_cli(capsys, "generate", board, workload, "--out", project)[0] == 0
+    assert run_cli(capsys, "build", project)[0] == 0
+    code, out, _ = run_cli(capsys, "verify", project, "--json")
+    assert code == 0, out
+
+    elf = project / "build" / "cpu0.elf"
+    symbols = _symbols(elf)
+    vectors = symbols["memplace_vectors"][0]
+    _patch_word(elf, vectors + 4 * (16 + 8), symbols["Default_Handler"][0] | 1)
+    code, out, _ = run_cli(capsys, "verify", project, "--json")
+    assert code == 1
+    findings = [f for f in json.loads(out)["findings"] if f["check"] == "vector"]
+    assert [(f["subject"], f["message"]) for f in findings] == [
+        (
+            "timer0",
+            "isr timer0: entry 24 (irq 8) of memplace_vectors holds Default_Handler, "
+            "not TIMER0_Handler()",
+        )
+    ]

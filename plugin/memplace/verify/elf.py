@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memplace.board import POOL_ALIGN, STACK_ALIGN, Board
+from memplace.board import FIRST_IRQ_EXCEPTION, POOL_ALIGN, STACK_ALIGN, Board
 from memplace.layout import fnv1a
 from memplace.project import Project
 from memplace.verify.image import Image, Section
@@ -105,7 +105,37 @@ class _CoreChecker:
         findings += self._check_release_table()
         findings += self._check_rom_copy()
         findings += self._check_joined_vectors()
+        findings += self._check_vector_lines()
         return findings
+
+    def _check_vector_lines(self) -> list[Finding]:
+        """Each isr wired to a device interrupt line (`irq`) is that line's entry of its
+        core's vector table (the one VTOR points at once the startup code has run)."""
+        core = self.board.cores[self.core]
+        name = "memplace_vectors" if core.image is None else f"memplace_vectors_{self.core}"
+        table = self.image.get_symbol(name)
+        findings = []
+        for context in self.board.contexts.values():
+            if context.core != self.core or context.irq is None or table is None:
+                continue
+            exception = FIRST_IRQ_EXCEPTION + context.irq
+            where = f"entry {exception} (irq {context.irq}) of {name}"
+            data = self.image.read(table.address + 4 * exception, 4)
+            if data is None or 4 * exception >= table.size:
+                message = f"isr {context.name}: {self.file} has no {where}"
+            else:
+                held = self._function_at(int.from_bytes(data, "little") & ~1)
+                if held == context.entry:
+                    continue
+                message = f"isr {context.name}: {where} holds {held}, not {context.entry}()"
+            findings.append(self.finding("vector", context.name, message))
+        return findings
+
+    def _function_at(self, address: int) -> str:
+        """The function at `address` (the global one where aliases share it), by name."""
+        functions = [s for s in self.image.symbols if s.kind == "func" and s.address == address]
+        functions.sort(key=lambda s: (s.local, s.weak, s.name))
+        return functions[0].name if functions else f"0x{address:08x}"
 
     def _check_joined_vectors(self) -> list[Finding]:
         """A core that runs another core's image starts from its own vector table, where its
