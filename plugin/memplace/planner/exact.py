@@ -45,6 +45,12 @@ RESTARTS = tuple(
 """Further orders of the blocks, tried in turn once the first three have each had a round
 without settling the question: a restart under another order often finds in a few nodes
 what one order misses after millions."""
+SKYLINE_TRIES = 4
+"""Seeded dives of the skyline search per round, after the exact search's orders."""
+SKYLINE_NODES = 20_000
+"""Nodes one dive of the skyline search may take at most (its limit grows with the exact
+search's, up to this: enough to backtrack out of a few wrong
+choices among a few hundred blocks; a restart under another seed does better after that)."""
 MAX_PAIRS = 10_000_000
 """Pairs of blocks that meet in time the exact search takes at most (its table of them
 then takes 80 MB)."""
@@ -85,7 +91,8 @@ def improve(
         progress = False
         # Each round adds one more order to the three, so a long search tries them all.
         orders = HEURISTICS + RESTARTS[: rounds % (len(RESTARTS) + 1)]
-        for target in _targets(low, best.peak, budget.capacity, step):
+        targets = _targets(low, best.peak, budget.capacity, step, budget.goal)
+        for target in targets:
             for heuristic in orders:
                 seconds = deadline - time.monotonic()
                 if seconds <= 0 or nodes_left <= 0:
@@ -106,18 +113,57 @@ def improve(
                 break
             if progress:
                 break
+        if not progress and targets:
+            # The skyline search's seeded dives at the first target: they find packings
+            # (perfect ones above all) the orders miss, but never prove that none exists.
+            found, nodes = _skyline(
+                blocks, targets[0], rounds, budget, deadline, min(limit, SKYLINE_NODES), nodes_left
+            )
+            nodes_left -= nodes
+            if found is not None:
+                best, progress = found, True
         if not progress:
             limit *= 2
             rounds += 1
     return _answer(blocks, best, low >= best.peak, bound)
 
 
+def _skyline(
+    blocks: Sequence[Block],
+    target: int,
+    rounds: int,
+    budget: Budget,
+    deadline: float,
+    per_dive: int,
+    nodes_left: int,
+) -> tuple[Layout | None, int]:
+    """A placement within `target` from this round's dives of the skyline search, each of
+    at most `per_dive` nodes (None: none found), and the nodes they took."""
+    spent = 0
+    for k in range(SKYLINE_TRIES):
+        seconds = deadline - time.monotonic()
+        if seconds <= 0 or spent >= nodes_left:
+            break
+        seed = rounds * SKYLINE_TRIES + k + budget.seed * 1_000_003
+        limit = min(per_dive, nodes_left - spent)
+        status, offsets, nodes = core.skyline(blocks, target, seed, limit, seconds)
+        spent += nodes
+        if status == core.FOUND:
+            return Layout(tuple(offsets), peak(blocks, offsets), False, "exact"), spent
+    return None, spent
+
+
 def _answer(blocks: Sequence[Block], best: Layout, proven: bool, bound: int) -> Layout:
     return layout(blocks, best.offsets, proven, best.algorithm, bound)
 
 
-def _targets(low: int, high: int, capacity: int | None, step: int) -> list[int]:
-    """Peaks to ask for, below `high` (the best so far) and at least `low` (proven)."""
+def _targets(
+    low: int, high: int, capacity: int | None, step: int, goal: int | None = None
+) -> list[int]:
+    """Peaks to ask for, below `high` (the best so far) and at least `low` (proven): the
+    goal alone while it is not met (a smaller peak is of no use), else the bound first."""
+    if goal is not None and low < goal < high:
+        return [goal // step * step]
     targets = [low]
     if capacity is not None and low < capacity < high:
         targets.append(capacity // step * step)
