@@ -87,7 +87,8 @@ def improve(
     limit = 2 * len(blocks)
     goal = -1 if budget.goal is None else budget.goal
     rounds = 0
-    while low < best.peak and nodes_left > 0 and best.peak > goal:
+    # A goal the bound has passed cannot be met: searching on would not help the caller.
+    while low < best.peak and nodes_left > 0 and best.peak > goal and (goal < 0 or low <= goal):
         progress = False
         # Each round adds one more order to the three, so a long search tries them all.
         orders = HEURISTICS + RESTARTS[: rounds % (len(RESTARTS) + 1)]
