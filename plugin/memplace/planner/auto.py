@@ -1,8 +1,10 @@
 """The default: the cheapest algorithm that settles the question, within the budget.
 
 Both greedy orders first (milliseconds even for 100k blocks); when neither meets the lower
-bound (or the budget's goal), the exact search from the better of the two, where it can
-afford a real try; elsewhere the better greedy order stands.
+bound (or the budget's goal), where the exact search can afford a real try: the exact
+search on the coalesced blocks (`coalesce`) for COALESCED_SHARE of the time, then on the
+blocks themselves from the best placement so far; elsewhere the better greedy order
+stands.
 
 The exact search's nodes each cost time in proportion to the blocks, so it gets
 EFFORT / blocks nodes (at most the budget's): about the same time, a second or so here,

@@ -3,11 +3,14 @@
 It asks `core.search` (a branch-and-bound over canonical placements in the manner of
 MiniMalloc, ASPLOS 2023; see `_core.c`) whether the blocks fit a target, again and again:
 - the lower bound first (most instances either fit it or are close), then the place's
-  capacity while the best placement so far exceeds it, then (once it fits) the middle of
-  the gap between the bound and the best;
+  capacity while the best placement so far exceeds it, then (once it fits) a small step
+  below the best and the middle of the gap between the bound and the best; with a goal
+  in the budget, the goal alone, until it is met or proven out of reach;
 - each question in turn with three orders of the blocks (by lifetime width, by the
   fullest section they cross, by area), each for a number of search nodes that doubles
   every round, so an easy answer under one order is not held up by a hard one;
+- a round that settles nothing also gets SKYLINE_TRIES seeded dives of the skyline
+  search (`core.skyline`), which finds perfect packings the orders miss but proves nothing;
 - an answer of "fits" lowers the best peak, a proof of "does not fit" raises the bound.
 It stops when the bound meets the best peak (proven optimal) or the budget runs out.
 
