@@ -48,8 +48,9 @@ RESTARTS = tuple(
 """Further orders of the blocks, tried in turn once the first three have each had a round
 without settling the question: a restart under another order often finds in a few nodes
 what one order misses after millions."""
-SKYLINE_TRIES = 4
-"""Seeded dives of the skyline search per round, after the exact search's orders."""
+SKYLINE_TRIES = 16
+"""Seeded dives of the skyline search per question of a round that the exact search's
+orders did not settle."""
 SKYLINE_NODES = 20_000
 """Nodes one dive of the skyline search may take at most (its limit grows with the exact
 search's, up to this: enough to backtrack out of a few wrong
@@ -119,15 +120,16 @@ def improve(
                 break
             if progress:
                 break
-        if not progress and targets:
-            # The skyline search's seeded dives at the first target: they find packings
-            # (perfect ones above all) the orders miss, but never prove that none exists.
+        for target in targets if not progress else ():
+            # The skyline search's seeded dives: they find packings (perfect ones above
+            # all) the orders miss, but never prove that none exists.
             found, nodes = _skyline(
-                blocks, targets[0], rounds, budget, deadline, min(limit, SKYLINE_NODES), nodes_left
+                blocks, target, rounds, budget, deadline, min(limit, SKYLINE_NODES), nodes_left
             )
             nodes_left -= nodes
             if found is not None:
                 best, progress = found, True
+                break
         if not progress:
             limit *= 2
             rounds += 1
