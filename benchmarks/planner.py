@@ -45,6 +45,15 @@ from memplace.workload import Buffer, Workload
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MINIMALLOC_CAPACITY = 1048576
 SIZES = (1_000, 10_000, 100_000)
+MINIMALLOC_SECONDS = {
+    "A": 3.59, "B": 2.70, "C": 0.48, "D": 1.99, "E": 2.56, "F": 3.73,
+    "G": 0.83, "H": 1.24, "I": 2.67, "J": 0.64, "K": 0.40,
+}  # fmt: skip
+"""MiniMalloc's (C++) seconds on each challenging instance, measured on this kind of
+machine (issue 13): the target is to fit each at least TIMES_FASTER times sooner."""
+TIMES_FASTER = 5
+LARGE_TARGET = 1.10
+"""The peak to reach on the large strips, times their capacity."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,7 @@ contexts:
 """
 UNBOUNDED = 64 * 1024 * 1024
 """The pool of an instance that has no capacity: room for any peak of these instances."""
-FIT_LIMITS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+FIT_LIMITS = (0.1, 0.2, 0.3, 1.0, 3.0, 10.0, 30.0)
 """Time limits tried, shortest first, to find how soon `plan()` fits an instance."""
 
 
@@ -234,8 +243,9 @@ def omnimalloc_baseline(quick: bool) -> tuple[str, Callable[[Instance], str]]:
 def instance_table(rows: Sequence[Row], baseline_title: str) -> str:
     lines = [
         f"| instance | buffers | lower bound | greedy-size | memplace | seconds | proven "
-        f"optimal | fits capacity (seconds to fit) | {baseline_title} |",
-        "|---|---:|---:|---:|---:|---:|---|---|---|",
+        f"optimal | fits capacity (seconds to fit) | target: MiniMalloc's seconds / "
+        f"{TIMES_FASTER} | {baseline_title} |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|---|",
     ]
     for row in rows:
         instance = row.instance
@@ -247,9 +257,23 @@ def instance_table(rows: Sequence[Row], baseline_title: str) -> str:
         lines.append(
             f"| {instance.group}/{instance.name} | {len(instance.blocks)} | {row.bound} | "
             f"{row.greedy} | {peak} | {row.seconds:.2f} | "
-            f"{'yes' if row.optimal else 'no'} | {fits} | {row.baseline} |"
+            f"{'yes' if row.optimal else 'no'} | {fits} | {_speed_target(row)} | "
+            f"{row.baseline} |"
         )
     return "\n".join(lines)
+
+
+def _speed_target(row: Row) -> str:
+    """Whether the instance fit within MiniMalloc's time divided by TIMES_FASTER."""
+    reference = MINIMALLOC_SECONDS.get(row.instance.name)
+    if row.instance.group != "minimalloc" or reference is None:
+        return ""
+    most = reference / TIMES_FASTER
+    if row.fit_seconds is None:
+        return f"{most:.2f} s: NOT met (does not fit)"
+    if row.fit_seconds <= most:
+        return f"{most:.2f} s: met"
+    return f"{most:.2f} s: NOT met ({row.fit_seconds / most:.1f}x too slow)"
 
 
 def random_buffers(count: int, seed: int = 1) -> list[Buffer]:
@@ -331,13 +355,16 @@ def strips(count: int, smallest: int, largest: int, seed: int) -> list[Instance]
     return [strip(seed + i, rng.randrange(smallest, largest + 1)) for i in range(count)]
 
 
-def strip_table(chosen: Sequence[Instance], time_limit: float, folder: Path) -> str:
+def strip_table(
+    chosen: Sequence[Instance], time_limit: float, folder: Path, target: float = 1.0
+) -> str:
     """Each strip through `plan()` on a board whose one pool is exactly its capacity (and,
-    as the baseline in the same run, greedy-size and auto on an unbounded pool)."""
+    as the baseline in the same run, greedy-size and auto on an unbounded pool); `target`
+    is the peak to reach, times the capacity."""
     lines = [
         f"| strip | blocks | capacity = lower bound | plan() auto ({time_limit:g} s): peak, "
-        "x capacity, seconds | fits | plan() greedy-size: x capacity |",
-        "|---|---:|---:|---|---|---:|",
+        f"x capacity, seconds | fits | within {target:.2f}x | plan() greedy-size: x capacity |",
+        "|---|---:|---:|---|---|---|---:|",
     ]
     for instance in chosen:
         assert instance.capacity is not None
@@ -353,9 +380,16 @@ def strip_table(chosen: Sequence[Instance], time_limit: float, folder: Path) -> 
             f"| {instance.name} | {len(instance.blocks)} | {instance.capacity} | {used}, "
             f"{used / instance.capacity:.3f}x, {seconds:.1f} s | "
             f"{'yes' if used <= instance.capacity else 'no'} | "
+            f"{_within(used, instance.capacity, target)} | "
             f"{greedy / instance.capacity:.3f}x |"
         )
     return "\n".join(lines)
+
+
+def _within(used: int, capacity: int, target: float) -> str:
+    if used <= capacity * target:
+        return "yes"
+    return f"NO: {100 * (used / (capacity * target) - 1):.1f}% over"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -391,7 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             tables.append(strip_table(strips(count, 40, 250, 1), args.strip_time_limit, folder))
         if "large" in wanted:
             count = 2 if args.quick else 8
-            tables.append(strip_table(strips(count, 500, 5000, 100), args.strip_time_limit, folder))
+            large = strips(count, 500, 5000, 100)
+            tables.append(strip_table(large, args.strip_time_limit, folder, LARGE_TARGET))
         if "scaling" in wanted and not args.only:
             sizes = SIZES[:2] if args.quick else SIZES
             tables.append(scaling_table(sizes, args.time_limit))

@@ -41,7 +41,22 @@ def test_the_instance_table(bench: ModuleType, tmp_path: Path) -> None:
     assert (row.bound, row.greedy, row.peak, row.optimal) == (70, 80, 70, True)
     table = bench.instance_table([row], "baseline")
     assert table.splitlines()[2].startswith("| demo/x | 4 | 70 | 80 | 70 |")
-    assert table.splitlines()[2].endswith("| yes | yes (" + f"{row.fit_seconds:.2f}) | - |")
+    assert table.splitlines()[2].endswith("| yes | yes (" + f"{row.fit_seconds:.2f}) |  | - |")
+
+
+def test_the_tables_say_by_how_much_a_target_is_missed(bench: ModuleType, tmp_path: Path) -> None:
+    blocks = (bench.Block(10, 0, 1),)
+    instance = bench.Instance("minimalloc", "D", blocks, 10)
+    row = bench.Row(instance, 10, 10, 10, 0.5, True, "", 0.5)
+    assert "| 0.40 s: NOT met (1.3x too slow) |" in bench.instance_table([row], "b")
+    fast = bench.Row(instance, 10, 10, 10, 0.1, True, "", 0.1)
+    assert "| 0.40 s: met |" in bench.instance_table([fast], "b")
+    assert bench._within(115, 100, 1.10) == "NO: 4.5% over"
+    assert bench._within(110, 100, 1.10) == "yes"
+    strip = bench.strip(3, 40)
+    table = bench.strip_table([strip], 5.0, tmp_path, 1.10)
+    assert "within 1.10x" in table.splitlines()[0]
+    assert table.splitlines()[2].split(" | ")[5] == "yes"
 
 
 def test_random_workloads_are_repeatable(bench: ModuleType) -> None:

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MP_CORE_ABI 4
+#define MP_CORE_ABI 5
 
 typedef int64_t i64;
 
@@ -63,6 +63,23 @@ static int cut_sections(int n, const i64 *first, const i64 *last, int *a, int *b
     }
     free(points);
     return count > 0 ? count - 1 : 0;
+}
+
+/* The steps in each section (as cut by `cut_sections`); -1 without memory. */
+static int section_lengths(int n, const i64 *first, const i64 *last, i64 *length) {
+    i64 *points = malloc(sizeof(i64) * (size_t)(2 * n + 1));
+    if (!points) return -1;
+    for (int i = 0; i < n; i++) {
+        points[2 * i] = first[i];
+        points[2 * i + 1] = last[i] + 1;
+    }
+    qsort(points, (size_t)(2 * n), sizeof(i64), cmp_i64);
+    int count = 0;
+    for (int i = 0; i < 2 * n; i++)
+        if (count == 0 || points[count - 1] != points[i]) points[count++] = points[i];
+    for (int q = 0; q + 1 < count; q++) length[q] = points[q + 1] - points[q];
+    free(points);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -611,5 +628,262 @@ int mp_search(int n, const i64 *size, const i64 *first, const i64 *last, const i
     free(width);
     free(s.rank);
     release(&s);
+    return status;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* The skyline search: a depth-first search that fills holes of the skyline, for finding
+ * placements (never for proofs: its "leave the hole empty" move is not exhaustive).
+ *
+ * The skyline is, per section, the level below which everything is decided (`top`). A
+ * hole is a run of sections at one level with higher sections (or the ends of time) on
+ * both sides. The byte just above a hole's leftmost section is either the bottom of a
+ * block that starts in that section and fits inside the hole (the blocks placed there
+ * rest on the hole's floor), or it stays empty: then the hole is raised to its lower
+ * neighbour (wasting the bytes in between). Each node takes the hole with the fewest
+ * moves (a hole with none fails at once, wherever it is) and tries its blocks best fit
+ * first: the block that ends where the hole ends, then the one whose top meets a
+ * neighbour's level, then the widest, then the largest; leaving it empty last.
+ *
+ * Bound: every section keeps room for the unplaced blocks that cross it (`rem`): the
+ * level plus `rem` stays within the target. A section with nothing left to place is
+ * closed (a wall). With zero slack (a perfect packing, where every section is full at
+ * the target) no hole may stay empty, and the search is then complete. `seed` != 0 adds
+ * seeded noise to the order of the moves, for restarts. */
+
+#define SKY_CLOSED INT64_MAX
+
+typedef struct {
+    int n, m;
+    const i64 *size, *align;
+    int *a, *b;
+    int *start_at, *starts; /* blocks by first section: starts[start_at[q] .. start_at[q+1]) */
+    i64 *top, *rem, *off, *sol, *length;
+    i64 target, nodes, node_limit;
+    double deadline;
+    undo *log;
+    long log_len, log_cap;
+    int *moves;
+    long moves_len, moves_cap;
+    uint64_t rng;
+    int noisy, failed;
+} sky;
+
+static void sky_set(sky *s, i64 *where, i64 value) {
+    if (s->log_len == s->log_cap) {
+        long cap = s->log_cap ? 2 * s->log_cap : 1024;
+        undo *more = realloc(s->log, sizeof(undo) * (size_t)cap);
+        if (!more) { s->failed = 1; return; }
+        s->log = more;
+        s->log_cap = cap;
+    }
+    s->log[s->log_len].where = where;
+    s->log[s->log_len].old = *where;
+    s->log_len++;
+    *where = value;
+}
+
+static void sky_rollback(sky *s, long mark) {
+    while (s->log_len > mark) {
+        s->log_len--;
+        *s->log[s->log_len].where = s->log[s->log_len].old;
+    }
+}
+
+static uint64_t sky_random(sky *s) {
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    return s->rng;
+}
+
+/* The level of section q as a neighbour: a closed section or the end of time is a wall. */
+static i64 sky_level(const sky *s, int q) { return q < 0 || q >= s->m ? SKY_CLOSED : s->top[q]; }
+
+/* Where block c (starting at the hole's leftmost section) goes: at the aligned top of the
+ * highest section it crosses, if that leaves room for what crosses its sections; -1 if
+ * not. `waste` receives the bytes times steps left empty below it. */
+static i64 sky_offset(const sky *s, int c, i64 *waste) {
+    if (s->off[c] >= 0) return -1;
+    i64 x = 0;
+    for (int q = s->a[c]; q < s->b[c]; q++)
+        if (s->top[q] > x) x = s->top[q];
+    x = align_up(x, s->align[c]);
+    i64 empty = 0;
+    for (int q = s->a[c]; q < s->b[c]; q++) {
+        if (x + s->rem[q] > s->target) return -1;
+        empty += (x - s->top[q]) * s->length[q];
+    }
+    *waste = empty;
+    return x;
+}
+
+/* The level an empty hole rises to (its lower neighbour), or -1 when it cannot rise. */
+static i64 sky_raise(const sky *s, int h0, int h1) {
+    i64 left = sky_level(s, h0 - 1), right = sky_level(s, h1);
+    i64 up = left < right ? left : right;
+    if (up == SKY_CLOSED) return -1;
+    for (int q = h0; q < h1; q++)
+        if (up + s->rem[q] > s->target) return -1;
+    return up;
+}
+
+static long sky_push(sky *s, long count) {
+    if (s->moves_len + count > s->moves_cap) {
+        long cap = 2 * (s->moves_len + count) + 256;
+        int *more = realloc(s->moves, sizeof(int) * (size_t)cap);
+        if (!more) { s->failed = 1; return -1; }
+        s->moves = more;
+        s->moves_cap = cap;
+    }
+    long at = s->moves_len;
+    s->moves_len += count;
+    return at;
+}
+
+typedef struct { i64 waste, fit, width, size; int block; } sky_key;
+
+static int sky_before(const sky_key *p, const sky_key *q) {
+    if (p->waste != q->waste) return p->waste < q->waste;
+    if (p->fit != q->fit) return p->fit > q->fit;
+    if (p->width != q->width) return p->width > q->width;
+    return p->size > q->size;
+}
+
+static int sky_node(sky *s) {
+    if (s->failed) return NO_MEMORY;
+    if (++s->nodes > s->node_limit) return NODE_LIMIT;
+    if ((s->nodes & 1023) == 0 && now_seconds() > s->deadline) return TIME_LIMIT;
+    /* The leftmost hole with one move, else the leftmost hole. */
+    int best0 = -1, best1 = -1, best_moves = INT32_MAX;
+    for (int q = 0; q < s->m;) {
+        i64 level = s->top[q];
+        int e = q + 1;
+        while (e < s->m && s->top[e] == level) e++;
+        if (level != SKY_CLOSED && sky_level(s, q - 1) > level && sky_level(s, e) > level) {
+            /* moves, counted up to two: a forced hole comes first, else the leftmost */
+            int moves = sky_raise(s, q, e) >= 0;
+            i64 waste;
+            for (int k = s->start_at[q]; k < s->start_at[q + 1] && moves < 2; k++)
+                moves += sky_offset(s, s->starts[k], &waste) >= 0;
+            if (moves == 0) return INFEASIBLE;
+            if (moves < best_moves) best0 = q, best1 = e, best_moves = moves;
+        }
+        q = e;
+    }
+    if (best0 < 0) return FOUND;
+    int h0 = best0, h1 = best1;
+    int room = s->start_at[h0 + 1] - s->start_at[h0];
+    long base = sky_push(s, room);
+    if (base < 0) return NO_MEMORY;
+    /* Best fit first: the least waste below the block, then a block that ends where the
+     * hole ends, then one whose top meets a neighbour's level, then the widest, then the
+     * largest; equal keys keep the caller's order of the blocks. */
+    i64 left = sky_level(s, h0 - 1), right = sky_level(s, h1);
+    int count = 0;
+    sky_key *keys = malloc(sizeof(sky_key) * (size_t)(room + 1));
+    if (!keys) { s->failed = 1; return NO_MEMORY; }
+    for (int k = s->start_at[h0]; k < s->start_at[h0 + 1]; k++) {
+        int c = s->starts[k];
+        sky_key key;
+        i64 x = sky_offset(s, c, &key.waste);
+        if (x < 0) continue;
+        i64 up = x + s->size[c];
+        key.fit = (s->b[c] == h1) * 4 + (up == left || up == right) * 2;
+        if (s->noisy && sky_random(s) % 4 == 0) key.fit += (i64)(sky_random(s) % 6);
+        key.width = s->b[c] - s->a[c];
+        key.size = s->size[c];
+        key.block = c;
+        int at = count++;
+        while (at > 0 && sky_before(&key, &keys[at - 1])) {
+            keys[at] = keys[at - 1];
+            at--;
+        }
+        keys[at] = key;
+    }
+    for (int t = 0; t < count; t++) s->moves[base + t] = keys[t].block;
+    free(keys);
+    int status = INFEASIBLE;
+    for (int t = 0; t < count && status == INFEASIBLE; t++) {
+        int c = s->moves[base + t];
+        long mark = s->log_len;
+        i64 waste, x = sky_offset(s, c, &waste);
+        sky_set(s, &s->off[c], x);
+        s->sol[c] = x;
+        for (int q = s->a[c]; q < s->b[c]; q++) {
+            sky_set(s, &s->rem[q], s->rem[q] - s->size[c]);
+            sky_set(s, &s->top[q], s->rem[q] == 0 ? SKY_CLOSED : x + s->size[c]);
+        }
+        status = s->failed ? NO_MEMORY : sky_node(s);
+        sky_rollback(s, mark);
+    }
+    if (status == INFEASIBLE) {
+        i64 up = sky_raise(s, h0, h1);
+        if (up >= 0) {
+            long mark = s->log_len;
+            for (int q = h0; q < h1; q++) sky_set(s, &s->top[q], up);
+            status = s->failed ? NO_MEMORY : sky_node(s);
+            sky_rollback(s, mark);
+        }
+    }
+    s->moves_len = base;
+    return status;
+}
+
+/*
+ * Looks for offsets whose peak is at most `target` by filling the skyline's holes (above).
+ * Returns FOUND (offsets written), INFEASIBLE (this search found none: no proof),
+ * NODE_LIMIT, TIME_LIMIT or NO_MEMORY; `nodes` receives the nodes visited.
+ */
+int mp_skyline(int n, const i64 *size, const i64 *first, const i64 *last, const i64 *align,
+               i64 target, i64 seed, i64 node_limit, double seconds, i64 *offset, i64 *nodes) {
+    sky s;
+    memset(&s, 0, sizeof s);
+    s.n = n;
+    s.size = size;
+    s.align = align;
+    s.sol = offset;
+    s.target = target;
+    s.node_limit = node_limit;
+    s.deadline = now_seconds() + seconds;
+    s.noisy = seed != 0;
+    s.rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)seed;
+    int status = FOUND;
+    s.a = malloc(sizeof(int) * (size_t)(n + 1));
+    s.b = malloc(sizeof(int) * (size_t)(n + 1));
+    s.off = malloc(sizeof(i64) * (size_t)(n + 1));
+    if (!s.a || !s.b || !s.off) status = NO_MEMORY;
+    if (status == FOUND) s.m = cut_sections(n, first, last, s.a, s.b);
+    if (s.m < 0) status = NO_MEMORY;
+    int m = s.m > 0 ? s.m : 0;
+    s.start_at = calloc((size_t)(m + 2), sizeof(int));
+    s.starts = malloc(sizeof(int) * (size_t)(n + 1));
+    s.top = calloc((size_t)(m + 1), sizeof(i64));
+    s.rem = calloc((size_t)(m + 1), sizeof(i64));
+    s.length = calloc((size_t)(m + 1), sizeof(i64));
+    if (!s.start_at || !s.starts || !s.top || !s.rem || !s.length) status = NO_MEMORY;
+    if (status == FOUND) {
+        for (int i = 0; i < n; i++) {
+            s.off[i] = -1;
+            s.start_at[s.a[i] + 1]++;
+            for (int q = s.a[i]; q < s.b[i]; q++) s.rem[q] += size[i];
+        }
+        for (int q = 0; q < m; q++) s.start_at[q + 1] += s.start_at[q];
+        if (section_lengths(n, first, last, s.length)) status = NO_MEMORY;
+        int *fill = calloc((size_t)(m + 1), sizeof(int));
+        if (!fill) status = NO_MEMORY;
+        /* Blocks in input order within their first section: the caller's order breaks ties. */
+        for (int i = 0; i < n && fill; i++) s.starts[s.start_at[s.a[i]] + fill[s.a[i]]++] = i;
+        free(fill);
+        for (int q = 0; q < m && status == FOUND; q++) {
+            if (s.rem[q] > target) status = INFEASIBLE;
+            if (s.rem[q] == 0) s.top[q] = SKY_CLOSED;
+        }
+    }
+    if (status == FOUND) status = sky_node(&s);
+    if (s.failed) status = NO_MEMORY;
+    *nodes = s.nodes;
+    free(s.a); free(s.b); free(s.off); free(s.start_at); free(s.starts); free(s.top);
+    free(s.rem); free(s.length); free(s.log); free(s.moves);
     return status;
 }

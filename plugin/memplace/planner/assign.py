@@ -41,6 +41,8 @@ RESCUE_MISSES = 4
 that turned down several buffers is full in all but name."""
 RESCUE_NODES = 20_000
 """Search nodes one second chance may spend; it stops as soon as the buffer fits."""
+PACKING_NODES = 10**15
+"""Search nodes of the packing of homeless buffers: no limit but its share of the time."""
 RESCUE_MAX_BLOCKS = 2000
 """Places holding more blocks than this get no second chances (their search is slow)."""
 
@@ -90,7 +92,10 @@ def assign_places(
     sizes = [capacities[p] for p in places]
     if search_seconds > 0:
         deadline = time.monotonic() + search_seconds
-        _pack_homeless(blocks, order, options, sizes, chosen, offset, search_seconds / 2)
+        # The search over assignments needs time only where a buffer has a choice.
+        choices = any(len(places) > 1 for places in options)
+        share = search_seconds / 2 if choices else search_seconds
+        _pack_homeless(blocks, order, options, sizes, chosen, offset, share)
         if any(p < 0 for p in chosen):
             found = _search_assignment(blocks, order, options, sizes, deadline)
             if found is not None:
@@ -193,7 +198,9 @@ def _pack_homeless(
     for left, (p, arrived) in enumerate(sorted(arrivals.items()), start=0):
         group = [*members[p], *arrived]
         share = max(0.0, deadline - time.monotonic()) / (len(arrivals) - left)
-        budget = Budget(capacity=capacities[p], time_limit=share, goal=capacities[p])
+        budget = Budget(
+            capacity=capacities[p], time_limit=share, nodes=PACKING_NODES, goal=capacities[p]
+        )
         found = auto([blocks[j] for j in group], budget)
         if found.peak > capacities[p]:
             continue

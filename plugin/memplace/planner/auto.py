@@ -1,8 +1,10 @@
 """The default: the cheapest algorithm that settles the question, within the budget.
 
 Both greedy orders first (milliseconds even for 100k blocks); when neither meets the lower
-bound (or the budget's goal), the exact search from the better of the two, where it can
-afford a real try; elsewhere the better greedy order stands.
+bound (or the budget's goal), where the exact search can afford a real try: the exact
+search on the coalesced blocks (`coalesce`) for COALESCED_SHARE of the time, then on the
+blocks themselves from the best placement so far; elsewhere the better greedy order
+stands.
 
 The exact search's nodes each cost time in proportion to the blocks, so it gets
 EFFORT / blocks nodes (at most the budget's): about the same time, a second or so here,
@@ -21,9 +23,20 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
+from memplace.planner.coalesce import coalesce
 from memplace.planner.exact import HEURISTICS, MAX_PAIRS, improve
-from memplace.planner.greedy import conflict_counts, conflict_order, place_in_order, size_order
+from memplace.planner.greedy import (
+    conflict_counts,
+    conflict_order,
+    greedy_conflicts,
+    greedy_size,
+    place_in_order,
+    size_order,
+)
 
+COALESCED_SHARE = 0.5
+"""The part of the search time spent on the coalesced blocks (`coalesce`), where there are
+fewer of them than blocks."""
 EFFORT = 300_000_000
 """Search nodes times blocks the exact search may spend in one call of `auto`."""
 
@@ -51,4 +64,25 @@ def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
     if best.peak <= goal or not affordable or sum(conflicts) // 2 > MAX_PAIRS:
         return best
     left = budget.time_limit - (time.monotonic() - started)
+    best = _coalesced(blocks, replace(budget, time_limit=left * COALESCED_SHARE), best, bound)
+    if best.peak <= goal:
+        return best
+    left = budget.time_limit - (time.monotonic() - started)
     return improve(blocks, replace(budget, time_limit=left), best, bound)
+
+
+def _coalesced(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int) -> Layout:
+    """`best`, or the better offsets the exact search finds for the coalesced blocks."""
+    merged = coalesce(blocks)
+    if len(merged.blocks) == len(blocks):
+        return best
+    start = min(greedy_size(merged.blocks), greedy_conflicts(merged.blocks), key=_peak)
+    found = improve(merged.blocks, budget, start)
+    if found.peak >= best.peak:
+        return best
+    offsets = merged.expand(found.offsets, len(blocks))
+    return layout(blocks, offsets, algorithm=found.algorithm or "exact", bound=bound)
+
+
+def _peak(found: Layout) -> int:
+    return found.peak

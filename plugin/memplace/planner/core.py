@@ -35,9 +35,11 @@ __all__ = [
     "compiled",
     "search",
     "search_python",
+    "skyline",
+    "skyline_python",
 ]
 
-ABI = 4
+ABI = 5
 FOUND, INFEASIBLE, NODE_LIMIT, TIME_LIMIT = 0, 1, 2, 3
 _NO_MEMORY = -1
 
@@ -78,6 +80,7 @@ def compiled() -> ctypes.CDLL | None:
             continue
         library.mp_assign.restype = _INT
         library.mp_search.restype = _INT
+        library.mp_skyline.restype = _INT
         return library
     _log.warning(
         "the compiled planner core (_core.c) is not built; using its pure-Python twin, "
@@ -172,6 +175,39 @@ def search(
         _array(_I64, [b.align for b in blocks]),
         ctypes.c_char_p(heuristic.encode("ascii")),
         _I64(target),
+        _I64(node_limit),
+        ctypes.c_double(seconds),
+        _view(_I64, offsets),
+        ctypes.byref(nodes),
+    )
+    if status == _NO_MEMORY:
+        raise MemoryError("the planner core ran out of memory")
+    return status, offsets.tolist()[:n], nodes.value
+
+
+def skyline(
+    blocks: Sequence[Block], target: int, seed: int, node_limit: int, seconds: float
+) -> tuple[int, list[int], int]:
+    """Look for offsets whose peak is at most `target` by filling the holes of the skyline
+    (see `_core.c`); `seed` != 0 adds seeded noise to the order of the moves.
+
+    Returns (status, offsets, nodes): FOUND with the offsets; INFEASIBLE when this search
+    found none (not a proof), NODE_LIMIT or TIME_LIMIT when it stopped before that.
+    """
+    library = compiled()
+    if library is None:
+        return skyline_python(blocks, target, seed, node_limit, seconds)
+    n = len(blocks)
+    offsets = _buffer(_I64, [0] * n)
+    nodes = _I64(0)
+    status = library.mp_skyline(
+        _INT(n),
+        _array(_I64, [b.size for b in blocks]),
+        _array(_I64, [b.first for b in blocks]),
+        _array(_I64, [b.last for b in blocks]),
+        _array(_I64, [b.align for b in blocks]),
+        _I64(target),
+        _I64(seed),
         _I64(node_limit),
         ctypes.c_double(seconds),
         _view(_I64, offsets),
@@ -422,6 +458,154 @@ def search_python(
     sys.setrecursionlimit(max(depth, 4 * len(blocks) + 1000))
     try:
         status = state.run()
+    finally:
+        sys.setrecursionlimit(depth)
+    return status, state.sol, state.nodes
+
+
+_CLOSED = 1 << 63
+_MASK = (1 << 64) - 1
+
+
+class _Skyline:
+    """The state of one skyline search (see `mp_skyline` in `_core.c`)."""
+
+    def __init__(
+        self, blocks: Sequence[Block], target: int, seed: int, node_limit: int, seconds: float
+    ) -> None:
+        n = len(blocks)
+        self.size = [b.size for b in blocks]
+        self.align = [b.align for b in blocks]
+        self.a, self.b, m = _sections(blocks)
+        self.sections = m
+        points = sorted({b.first for b in blocks} | {b.last + 1 for b in blocks})
+        self.length = [points[q + 1] - points[q] for q in range(m)]
+        self.starts: list[list[int]] = [[] for _ in range(m)]
+        self.rem = [0] * m
+        for i in range(n):
+            self.starts[self.a[i]].append(i)
+            for q in range(self.a[i], self.b[i]):
+                self.rem[q] += self.size[i]
+        self.top = [_CLOSED if left == 0 else 0 for left in self.rem]
+        self.off = [-1] * n
+        self.sol = [0] * n
+        self.log: list[tuple[list[int], int, int]] = []
+        self.target = target
+        self.noisy = seed != 0
+        self.rng = (0x9E3779B97F4A7C15 ^ seed) & _MASK
+        self.nodes = 0
+        self.node_limit = node_limit
+        self.deadline = time.monotonic() + seconds
+
+    def set(self, values: list[int], index: int, value: int) -> None:
+        self.log.append((values, index, values[index]))
+        values[index] = value
+
+    def rollback(self, mark: int) -> None:
+        while len(self.log) > mark:
+            values, index, old = self.log.pop()
+            values[index] = old
+
+    def random(self) -> int:
+        x = self.rng
+        x ^= (x << 13) & _MASK
+        x ^= x >> 7
+        x ^= (x << 17) & _MASK
+        self.rng = x
+        return x
+
+    def level(self, q: int) -> int:
+        return _CLOSED if q < 0 or q >= self.sections else self.top[q]
+
+    def offset(self, c: int) -> tuple[int, int]:
+        """(offset, waste) of block c at its hole, or (-1, 0)."""
+        if self.off[c] >= 0:
+            return -1, 0
+        span = range(self.a[c], self.b[c])
+        x = align_up(max((self.top[q] for q in span), default=0), self.align[c])
+        if any(x + self.rem[q] > self.target for q in span):
+            return -1, 0
+        return x, sum((x - self.top[q]) * self.length[q] for q in span)
+
+    def raised(self, h0: int, h1: int) -> int:
+        up = min(self.level(h0 - 1), self.level(h1))
+        if up == _CLOSED or any(up + self.rem[q] > self.target for q in range(h0, h1)):
+            return -1
+        return up
+
+    def node(self) -> int:
+        self.nodes += 1
+        if self.nodes > self.node_limit:
+            return NODE_LIMIT
+        if self.nodes % 1024 == 0 and time.monotonic() > self.deadline:
+            return TIME_LIMIT
+        hole, best = None, 1 << 31
+        q = 0
+        while q < self.sections:
+            level = self.top[q]
+            e = q + 1
+            while e < self.sections and self.top[e] == level:
+                e += 1
+            if level != _CLOSED and self.level(q - 1) > level and self.level(e) > level:
+                moves = int(self.raised(q, e) >= 0)
+                for c in self.starts[q]:
+                    if moves >= 2:
+                        break
+                    moves += self.offset(c)[0] >= 0
+                if moves == 0:
+                    return INFEASIBLE
+                if moves < best:
+                    hole, best = (q, e), moves
+            q = e
+        if hole is None:
+            return FOUND
+        h0, h1 = hole
+        left, right = self.level(h0 - 1), self.level(h1)
+        keyed = []
+        for c in self.starts[h0]:
+            x, waste = self.offset(c)
+            if x < 0:
+                continue
+            up = x + self.size[c]
+            fit = (self.b[c] == h1) * 4 + (up in (left, right)) * 2
+            if self.noisy and self.random() % 4 == 0:
+                fit += self.random() % 6
+            keyed.append(((waste, -fit, self.a[c] - self.b[c], -self.size[c]), c))
+        keyed.sort(key=lambda pair: pair[0])  # stable: equal keys keep the block order
+        status = INFEASIBLE
+        for _, c in keyed:
+            mark = len(self.log)
+            x, _ = self.offset(c)
+            self.set(self.off, c, x)
+            self.sol[c] = x
+            for q in range(self.a[c], self.b[c]):
+                self.set(self.rem, q, self.rem[q] - self.size[c])
+                self.set(self.top, q, _CLOSED if self.rem[q] == 0 else x + self.size[c])
+            status = self.node()
+            self.rollback(mark)
+            if status != INFEASIBLE:
+                return status
+        up = self.raised(h0, h1)
+        if up >= 0:
+            mark = len(self.log)
+            for q in range(h0, h1):
+                self.set(self.top, q, up)
+            status = self.node()
+            self.rollback(mark)
+        return status
+
+
+def skyline_python(
+    blocks: Sequence[Block], target: int, seed: int, node_limit: int, seconds: float
+) -> tuple[int, list[int], int]:
+    """`skyline` in Python, node for node."""
+    state = _Skyline(blocks, target, seed, node_limit, seconds)
+    if any(left > target for left in state.rem):
+        return INFEASIBLE, state.sol, 0
+    depth = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(depth, 4 * len(blocks) + 1000))
+    try:
+        status = state.node()
     finally:
         sys.setrecursionlimit(depth)
     return status, state.sol, state.nodes

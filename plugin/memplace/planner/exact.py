@@ -3,11 +3,14 @@
 It asks `core.search` (a branch-and-bound over canonical placements in the manner of
 MiniMalloc, ASPLOS 2023; see `_core.c`) whether the blocks fit a target, again and again:
 - the lower bound first (most instances either fit it or are close), then the place's
-  capacity while the best placement so far exceeds it, then (once it fits) the middle of
-  the gap between the bound and the best;
+  capacity while the best placement so far exceeds it, then (once it fits) a small step
+  below the best and the middle of the gap between the bound and the best; with a goal
+  in the budget, the goal alone, until it is met or proven out of reach;
 - each question in turn with three orders of the blocks (by lifetime width, by the
   fullest section they cross, by area), each for a number of search nodes that doubles
   every round, so an easy answer under one order is not held up by a hard one;
+- a round that settles nothing also gets SKYLINE_TRIES seeded dives of the skyline
+  search (`core.skyline`), which finds perfect packings the orders miss but proves nothing;
 - an answer of "fits" lowers the best peak, a proof of "does not fit" raises the bound.
 It stops when the bound meets the best peak (proven optimal) or the budget runs out.
 
@@ -45,6 +48,15 @@ RESTARTS = tuple(
 """Further orders of the blocks, tried in turn once the first three have each had a round
 without settling the question: a restart under another order often finds in a few nodes
 what one order misses after millions."""
+SKYLINE_TRIES = 16
+"""Seeded dives of the skyline search per question of a round that the exact search's
+orders did not settle."""
+SKYLINE_NODES = 20_000
+"""Nodes one dive of the skyline search may take at most (its limit grows with the exact
+search's, up to this: enough to backtrack out of a few wrong
+choices among a few hundred blocks; a restart under another seed does better after that)."""
+NARROW = 16
+"""The small step below the best peak asked for: this part of the gap to the bound."""
 MAX_PAIRS = 10_000_000
 """Pairs of blocks that meet in time the exact search takes at most (its table of them
 then takes 80 MB)."""
@@ -81,11 +93,13 @@ def improve(
     limit = 2 * len(blocks)
     goal = -1 if budget.goal is None else budget.goal
     rounds = 0
-    while low < best.peak and nodes_left > 0 and best.peak > goal:
+    # A goal the bound has passed cannot be met: searching on would not help the caller.
+    while low < best.peak and nodes_left > 0 and best.peak > goal and (goal < 0 or low <= goal):
         progress = False
         # Each round adds one more order to the three, so a long search tries them all.
         orders = HEURISTICS + RESTARTS[: rounds % (len(RESTARTS) + 1)]
-        for target in _targets(low, best.peak, budget.capacity, step):
+        targets = _targets(low, best.peak, budget.capacity, step, budget.goal)
+        for target in targets:
             for heuristic in orders:
                 seconds = deadline - time.monotonic()
                 if seconds <= 0 or nodes_left <= 0:
@@ -106,22 +120,65 @@ def improve(
                 break
             if progress:
                 break
+        for target in targets if not progress else ():
+            # The skyline search's seeded dives: they find packings (perfect ones above
+            # all) the orders miss, but never prove that none exists.
+            found, nodes = _skyline(
+                blocks, target, rounds, budget, deadline, min(limit, SKYLINE_NODES), nodes_left
+            )
+            nodes_left -= nodes
+            if found is not None:
+                best, progress = found, True
+                break
         if not progress:
             limit *= 2
             rounds += 1
     return _answer(blocks, best, low >= best.peak, bound)
 
 
+def _skyline(
+    blocks: Sequence[Block],
+    target: int,
+    rounds: int,
+    budget: Budget,
+    deadline: float,
+    per_dive: int,
+    nodes_left: int,
+) -> tuple[Layout | None, int]:
+    """A placement within `target` from this round's dives of the skyline search, each of
+    at most `per_dive` nodes (None: none found), and the nodes they took."""
+    spent = 0
+    for k in range(SKYLINE_TRIES):
+        seconds = deadline - time.monotonic()
+        if seconds <= 0 or spent >= nodes_left:
+            break
+        seed = rounds * SKYLINE_TRIES + k + budget.seed * 1_000_003
+        limit = min(per_dive, nodes_left - spent)
+        status, offsets, nodes = core.skyline(blocks, target, seed, limit, seconds)
+        spent += nodes
+        if status == core.FOUND:
+            return Layout(tuple(offsets), peak(blocks, offsets), False, "exact"), spent
+    return None, spent
+
+
 def _answer(blocks: Sequence[Block], best: Layout, proven: bool, bound: int) -> Layout:
     return layout(blocks, best.offsets, proven, best.algorithm, bound)
 
 
-def _targets(low: int, high: int, capacity: int | None, step: int) -> list[int]:
-    """Peaks to ask for, below `high` (the best so far) and at least `low` (proven)."""
+def _targets(
+    low: int, high: int, capacity: int | None, step: int, goal: int | None = None
+) -> list[int]:
+    """Peaks to ask for, below `high` (the best so far) and at least `low` (proven): the
+    goal alone while it is not met (a smaller peak is of no use), else the bound first."""
+    if goal is not None and low < goal < high:
+        return [goal // step * step]
     targets = [low]
     if capacity is not None and low < capacity < high:
         targets.append(capacity // step * step)
     if capacity is None or high <= capacity:
-        # Fitting the place comes first; only then is it worth splitting the gap.
+        # Fitting the place comes first; only then is it worth narrowing the gap: by a
+        # small step below the best (an easy question on large instances, where the
+        # middle of the gap is often out of reach), then by half.
+        targets.append((high - max(step, (high - low) // NARROW)) // step * step)
         targets.append((low + high) // 2 // step * step)
     return [t for i, t in enumerate(targets) if low <= t < high and t not in targets[:i]]
