@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib.util
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -168,3 +171,17 @@ def cli_error(capsys: pytest.CaptureFixture[str], *argv: str | Path, code: int =
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
     return err.strip()
+
+
+def benchmark(name: str) -> ModuleType:
+    """The script `benchmarks/NAME.py` as a module (loaded once), for the tests of its
+    tables and of what it generates."""
+    module_name = f"bench_{name}"
+    if module_name not in sys.modules:
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]

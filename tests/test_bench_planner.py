@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from conftest import benchmark
 from memplace.board import load_board
 from memplace.planner import plan
 from memplace.workload import Workload
@@ -19,12 +18,7 @@ SHARED = REPO.parent / "shared"
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_planner", REPO / "benchmarks/planner.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_planner"] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("planner")
 
 
 def test_an_instance_file_becomes_inclusive_blocks(bench: ModuleType, tmp_path: Path) -> None:

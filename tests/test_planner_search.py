@@ -5,13 +5,13 @@ perfect packings and MiniMalloc's D, which they are for."""
 from __future__ import annotations
 
 import csv
-import random
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import benchmark
 from memplace.board import Board, load_board
 from memplace.planner import core, plan
 from memplace.planner.blocks import Block, lower_bound, peak
@@ -40,22 +40,10 @@ def _sound(blocks: list[Block], offsets: list[int], capacity: int) -> bool:
 
 
 def cut(seed: int, pieces: int, align: int = 64) -> tuple[list[Block], int]:
-    """A rectangle of capacity x steps cut at random into `pieces` blocks (as the
-    benchmark's strips): its capacity is its lower bound, and it packs exactly."""
-    rng = random.Random(seed)
-    steps = rng.randrange(pieces // 2, 2 * pieces)
-    capacity = align * rng.randrange(4 * pieces, 16 * pieces)
-    blocks = [(capacity, 0, steps - 1)]
-    while len(blocks) < pieces:
-        k = rng.randrange(len(blocks))
-        size, first, last = blocks[k]
-        if rng.random() < 0.5 and size >= 2 * align:
-            at = align * rng.randrange(1, size // align)
-            blocks[k : k + 1] = [(at, first, last), (size - at, first, last)]
-        elif last > first:
-            at = rng.randrange(first, last)
-            blocks[k : k + 1] = [(size, first, at), (size, at + 1, last)]
-    return [Block(size, first, last, align) for size, first, last in blocks], capacity
+    """A rectangle of capacity x steps cut at random into `pieces` blocks, as the
+    benchmark's strips are: its capacity is its lower bound, and it packs exactly."""
+    instance = benchmark("planner").strip(seed, pieces, align)
+    return list(instance.blocks), instance.capacity
 
 
 # --- the skyline search ------------------------------------------------------------------
