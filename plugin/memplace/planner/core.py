@@ -18,7 +18,7 @@ import itertools
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,25 +164,9 @@ def search(
     library = compiled()
     if library is None:
         return search_python(blocks, heuristic, target, node_limit, seconds)
-    n = len(blocks)
-    offsets = _buffer(_I64, [0] * n)
-    nodes = _I64(0)
-    status = library.mp_search(
-        _INT(n),
-        _array(_I64, [b.size for b in blocks]),
-        _array(_I64, [b.first for b in blocks]),
-        _array(_I64, [b.last for b in blocks]),
-        _array(_I64, [b.align for b in blocks]),
-        ctypes.c_char_p(heuristic.encode("ascii")),
-        _I64(target),
-        _I64(node_limit),
-        ctypes.c_double(seconds),
-        _view(_I64, offsets),
-        ctypes.byref(nodes),
-    )
-    if status == _NO_MEMORY:
-        raise MemoryError("the planner core ran out of memory")
-    return status, offsets.tolist()[:n], nodes.value
+    order = ctypes.c_char_p(heuristic.encode("ascii"))
+    limits = (_I64(target), _I64(node_limit), ctypes.c_double(seconds))
+    return _placed(library.mp_search, blocks, order, *limits)
 
 
 def skyline(
@@ -197,19 +181,24 @@ def skyline(
     library = compiled()
     if library is None:
         return skyline_python(blocks, target, seed, node_limit, seconds)
+    limits = (_I64(target), _I64(seed), _I64(node_limit), ctypes.c_double(seconds))
+    return _placed(library.mp_skyline, blocks, *limits)
+
+
+def _placed(
+    function: Callable[..., int], blocks: Sequence[Block], *arguments: object
+) -> tuple[int, list[int], int]:
+    """(status, offsets, nodes) of a search of the compiled core: its arguments are the
+    blocks' sizes, lifetimes and alignments, then `arguments`, then where it puts the
+    offsets and its node count."""
     n = len(blocks)
     offsets = _buffer(_I64, [0] * n)
     nodes = _I64(0)
-    status = library.mp_skyline(
+    columns = ("size", "first", "last", "align")
+    status = function(
         _INT(n),
-        _array(_I64, [b.size for b in blocks]),
-        _array(_I64, [b.first for b in blocks]),
-        _array(_I64, [b.last for b in blocks]),
-        _array(_I64, [b.align for b in blocks]),
-        _I64(target),
-        _I64(seed),
-        _I64(node_limit),
-        ctypes.c_double(seconds),
+        *(_array(_I64, [getattr(b, column) for b in blocks]) for column in columns),
+        *arguments,
         _view(_I64, offsets),
         ctypes.byref(nodes),
     )
