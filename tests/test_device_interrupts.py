@@ -161,7 +161,8 @@ def test_the_exerciser_refuses_an_isr_it_cannot_raise(
     code, out, err = run_cli(capsys, "generate", board, workload, "--out", tmp_path / "p")
     assert code == 2 and out == ""
     assert err == (
-        "memplace: error: contexts.uart.entry: the exerciser can raise ISR contexts on "
+        f"memplace: error: {board}:5:40: contexts.uart.entry: the exerciser can raise ISR "
+        "contexts on "
         "SysTick_Handler or PendSV_Handler, or on a device interrupt line (give the context "
         "`irq: LINE`), not 'UART0_IRQHandler'\n"
     )
@@ -187,9 +188,9 @@ def test_a_device_isr_priority_is_a_level_the_startup_code_can_program(
     code, out, err = run_cli(capsys, "generate", board, workload, *argv)
     assert code == 2 and out == ""
     assert err == (
-        "memplace: error: contexts.timer0.priority: the startup code programs device "
-        "interrupt priorities in the 3 priority bits that every armv7-m core implements, "
-        "0..7; got 64 on cortex-m3\n"
+        f"memplace: error: {board}:5:71: contexts.timer0.priority: the startup code programs "
+        "device interrupt priorities in the 3 priority bits that every armv7-m core "
+        "implements, 0..7; got 64 on cortex-m3\n"
     )
     assert not (tmp_path / "p").exists()
 

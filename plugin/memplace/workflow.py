@@ -155,11 +155,11 @@ def _sized(
 
 
 def _located(board: Board, error: InputError) -> InputError:
-    """`error`, about a key of the board's cores or memories, at that key's place in the
-    board file (the render that finds it has the board, not its file)."""
+    """`error`, about a key of the board's cores, memories or contexts, at that key's place
+    in the board file (the render that finds it has the board, not its file)."""
     source = Path(board.source)
     key = error.key or ""
-    if error.mark is not None or not key.startswith(("cores.", "memories.")):
+    if error.mark is not None or not key.startswith(("cores.", "memories.", "contexts.")):
         return error
     if not source.is_file():
         return error
