@@ -159,7 +159,7 @@ def _located(board: Board, error: InputError) -> InputError:
     in the board file (the render that finds it has the board, not its file)."""
     source = Path(board.source)
     key = error.key or ""
-    if error.mark is not None or not key.startswith(("cores.", "memories.", "contexts.")):
+    if error.mark is not None or key.split(".")[0] not in ("cores", "memories", "contexts"):
         return error
     if not source.is_file():
         return error
