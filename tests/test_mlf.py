@@ -7,6 +7,7 @@ import io
 import json
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -393,3 +394,38 @@ def test_an_unpacked_archive_reads_like_the_archive(
     (folder / "src/relay.txt").symlink_to("/etc/hostname")
     line = _refused(capsys, folder, tmp_path)
     assert f"{folder}: src/relay.txt is a link or not a regular file" in line
+
+
+def _paths(data: Any, at: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every key path of a JSON object, nested objects included (not into lists)."""
+    found = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += [(*at, key), *_paths(value, (*at, key))]
+    return found
+
+
+def _replaced(data: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    copy = json.loads(json.dumps(data))
+    inner = copy
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    return copy
+
+
+@pytest.mark.parametrize("version", [5, 7])
+def test_metadata_of_any_wrong_shape_is_refused_in_one_line(
+    version: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each value of metadata.json replaced by a number, a string and null in turn: the
+    archive plans, or is refused in one line (exit 2), never with a traceback."""
+    members = v5_members() if version == 5 else v7_members()
+    metadata = metadata_v5() if version == 5 else metadata_v7()
+    for index, path in enumerate(_paths(metadata)):
+        for value in (3, "x", None):
+            members["./metadata.json"] = json.dumps(_replaced(metadata, path, value))
+            archive = write_archive(tmp_path / f"{index}-{value}.tar", members)
+            code, _, err = run_cli(capsys, "plan", BOARD, archive)
+            assert code in (0, 2), (path, value, err)
+            assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, (path, err)

@@ -349,7 +349,9 @@ class _Reader:
                 f"an archive of style {style!r}; memplace reads whole models (full-model)"
             )
         executors = module.get("executors", module.get("runtimes", []))
-        if "aot" not in (executors or []):
+        if not isinstance(executors, list) or not all(isinstance(e, str) for e in executors):
+            raise self.error(f"metadata.json: 'executors' is {executors!r}, not a list of names")
+        if "aot" not in executors:
             raise self.error(
                 f"the model was built for the {', '.join(executors or ['unknown'])} executor; "
                 "memplace runs models built with the AOT executor (Executor('aot'))"
