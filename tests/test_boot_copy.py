@@ -313,6 +313,90 @@ def test_code_copied_to_ram_by_the_reset_code_runs_under_qemu(
     assert '"    ldr   r1, =0xE000ED08\\n" /* VTOR */' in startup
 
 
+# AN385 whose vector table stays where the image is programmed and only its code moves.
+AN385_CODE_IN_RAM = (
+    """\
+memplace: board/v1
+extends: qemu-mps2-an385
+name: an385-only-code-in-ram
+cores:
+  cpu0:
+    layout: {vectors: ssram1, code: ssram23, data: ssram23, load: ssram1, copy: reset}
+"""
+    + TICK
+)
+
+# AN521: both images programmed in SSRAM0, one after the other, each copied out by its own
+# reset code; CPU1's image starts at its `boot`, where CPU0 points INITSVTOR1.
+AN521_TWO_COPIES = """\
+memplace: board/v1
+extends: qemu-mps2-an521
+name: an521-two-copies
+cores:
+  cpu0:
+    layout: {vectors: ssram2, code: ssram2, data: ssram2, load: ssram0, copy: reset}
+  cpu1:
+    layout: {vectors: ssram1, code: ssram1, data: ssram1, load: ssram0, copy: reset}
+    boot: 0x10100000
+    release:
+      by: cpu0
+      steps:
+        - {write: 0x50021114, value: 0x10100000}
+        - {clear: 0x50021118, mask: 0x2}
+pools:
+  ssram2_ws: null
+"""
+
+
+@pytest.mark.qemu
+@needs_toolchain
+def test_a_vector_table_left_in_the_load_memory_is_where_the_core_boots(
+    project: Callable[[str, str], tuple[Path, Path, Path]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    board_file, workload, out = project(AN385_CODE_IN_RAM, "")
+    code, stdout, err = run_cli(capsys, "check", board_file, workload, "--out", out)
+    assert code == 0, stdout + err
+    assert "run: passed" in stdout and "ISR tick lands on it" in stdout
+    sections = _sections(out / "build" / "cpu0.elf")
+    assert sections[".vectors"][:2] == (0x0, 0x0)  # first, where the core boots
+    assert sections[".memplace.boot"][0] > sections[".vectors"][0]
+
+
+@pytest.mark.qemu
+@needs_toolchain
+def test_two_images_copied_out_of_one_load_memory_each_start_at_their_boot(
+    project: Callable[[str, str], tuple[Path, Path, Path]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    board_file, workload, out = project(AN521_TWO_COPIES, ", users: [main1]")
+    code, stdout, err = run_cli(capsys, "check", board_file, workload, "--out", out)
+    assert code == 0, stdout + err
+    assert "run: passed" in stdout and "verify: ok" in stdout
+    assert _sections(out / "build" / "cpu1.elf")[".memplace.boot_vectors"][:2] == (
+        0x10100000,
+        0x10100000,
+    )
+
+
+@pytest.mark.qemu
+@needs_toolchain
+def test_verify_finds_a_boot_table_that_is_not_at_the_cores_boot(
+    project: Callable[[str, str], tuple[Path, Path, Path]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """QEMU starts an AN385 at 0 whatever the board says; a board whose core starts
+    elsewhere gets a linked image that a real one would not boot."""
+    text = AN385_FROM_RAM.replace("copy: reset}", "copy: reset}\n    boot: 0x400")
+    board_file, workload, out = project(text, "")
+    code, stdout, _ = run_cli(capsys, "check", board_file, workload, "--out", out)
+    assert code == 1
+    assert (
+        "FAIL vectors cpu0: memplace_boot_vectors is at 0x00000000, but core cpu0 starts "
+        "from the vector table at 0x00000400 (its `boot`)"
+    ) in stdout
+
+
 @pytest.mark.qemu
 @needs_toolchain
 def test_a_startup_that_leaves_vtor_on_the_boot_table_faults_at_the_first_interrupt(

@@ -139,6 +139,17 @@ class Layout:
     def memories(self) -> tuple[str, ...]:
         return (self.vectors, self.code, self.data, self.load)
 
+    @property
+    def moves_vectors(self) -> bool:
+        """Whether the core's reset code copies its vector table out of `load`: it then
+        boots on a small table of its own in `load`, and points VTOR at the copy."""
+        return self.copy == "reset" and self.vectors != self.load
+
+    @property
+    def boot_memory(self) -> str:
+        """The memory of the vector table the core starts from (where `boot` is)."""
+        return self.load if self.moves_vectors else self.vectors
+
     def roles(self, memory: str) -> tuple[str, ...]:
         """The parts of the image (vectors, code, data, load) that live in `memory`."""
         return tuple(

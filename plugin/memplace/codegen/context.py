@@ -311,10 +311,11 @@ def image_holders(board: Board, memory: str) -> list[str]:
 
 
 def _fixed_start(board: Board, memory: str, core: str) -> int | None:
-    """Where an image must start in `memory`: at its vector table, when that is here."""
+    """Where an image must start in `memory`: at the vector table its core starts from
+    (its `boot`), when that is here."""
     here = board.memories[memory]
     own = board.cores[core]
-    if own.layout.vectors != memory:
+    if own.layout.boot_memory != memory:
         return None
     return own.boot - here.address_for(core) + here.origin
 
@@ -346,7 +347,7 @@ def image_ranges(
             start = _align(cursor)
         else:
             start = _align(here.origin + index * ((end - here.origin) // len(holders)))
-        if start < cursor:
+        if start < cursor and index > 0:
             before = holders[index - 1]
             raise InputError(
                 f"memory {memory!r} holds the images of cores {', '.join(holders)}: the image "
@@ -468,7 +469,7 @@ def _core(
         "regions": sorted(regions, key=lambda r: (r["origin"], r["name"])),
         "copies": copies,
         "copier": core.layout.copy,
-        "moves_vectors": core.layout.copy == "reset" and core.layout.vectors != load,
+        "moves_vectors": core.layout.moves_vectors,
         "release_table": _release_table(board, core),
         "pools": [
             {

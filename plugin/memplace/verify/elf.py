@@ -105,8 +105,29 @@ class _CoreChecker:
         findings += self._check_release_table()
         findings += self._check_rom_copy()
         findings += self._check_joined_vectors()
+        findings += self._check_boot_table()
         findings += self._check_vector_lines()
         return findings
+
+    def _check_boot_table(self) -> list[Finding]:
+        """A core with an image of its own starts from the vector table at its `boot`
+        address: the table its reset code copies from (`copy: reset`), else its own. (A
+        boot ROM or a releaser copying the image starts it elsewhere: checked with them.)"""
+        core = self.board.cores[self.core]
+        if core.image is not None or core.layout.copy not in (None, "reset"):
+            return []
+        name = "memplace_boot_vectors" if core.layout.moves_vectors else "memplace_vectors"
+        symbol = self.image.get_symbol(name)
+        if symbol is None or symbol.address == core.boot:
+            return []
+        return [
+            self.finding(
+                "vectors",
+                self.core,
+                f"{name} is at 0x{symbol.address:08x}, but core {self.core} starts from the "
+                f"vector table at 0x{core.boot:08x} (its `boot`)",
+            )
+        ]
 
     def _check_vector_lines(self) -> list[Finding]:
         """Each isr wired to a device interrupt line (`irq`) is that line's entry of its

@@ -200,11 +200,19 @@ def _name_preference(symbol: Symbol) -> tuple[bool, bool, bool, str]:
 
 
 def _load_address(segments: list[Any], section: Any) -> int:
+    """Where the segment that holds `section` loads it: the segment its file bytes are in,
+    else the loadable segment whose run addresses cover it (the program header may say
+    another file offset than the section header: the bytes check finds that)."""
     address = section["sh_addr"]
-    for segment in segments:
-        if segment.section_in_segment(section):
-            return int(segment["p_paddr"] + address - segment["p_vaddr"])
-    return int(address)
+    holding = [s for s in segments if s.section_in_segment(section)]
+    holding = holding or [
+        s
+        for s in segments
+        if s["p_type"] == "PT_LOAD" and s["p_vaddr"] <= address < s["p_vaddr"] + s["p_memsz"]
+    ]
+    if not holding:
+        return int(address)
+    return int(holding[0]["p_paddr"] + address - holding[0]["p_vaddr"])
 
 
 _KINDS = {"STT_OBJECT": "object", "STT_FUNC": "func", "STT_NOTYPE": "notype"}

@@ -16,8 +16,9 @@ CHECKS = {
     "memory": "every section lies inside a memory the core reaches, clear of planned areas",
     "overlap": "no two allocated sections (or load copies) share a byte",
     "shared": "a memory several images use holds the same addresses in each, and no clashes",
-    "vectors": "a core that runs another core's image starts from its own vector table, at "
-    "the address its release gives, with its stack and a reset handler of the image",
+    "vectors": "every core starts from its own vector table at its `boot` address; a core "
+    "that runs another core's image, from a table of its own there, with its stack and a "
+    "reset handler of the image",
     "stack-unbounded": "every stack has a static bound: no unbounded recursion, indirect call "
     "or dynamic frame",
     "stack-bound": "the static stack bound fits the stack budget",
