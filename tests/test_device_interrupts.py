@@ -14,7 +14,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from conftest import run_cli
+from conftest import cli_error, run_cli
 
 pytestmark = pytest.mark.qemu
 
@@ -295,3 +295,27 @@ def test_verify_finds_an_isr_that_is_not_its_lines_vector_table_entry(
             "not TIMER0_Handler()",
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        (
+            "memplace_write",
+            "names starting with 'memplace_' are kept for memplace's generated code",
+        ),
+        ("memcpy", "'memcpy' is a function of the C library or runtime the generated code uses"),
+    ],
+)
+def test_a_device_isr_may_not_take_a_name_the_generated_code_uses(
+    entry: str, why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "b.yaml"
+    board.write_text(
+        "memplace: board/v1\nextends: qemu-mps2-an385\nname: b\ncontexts:\n"
+        f"  dev: {{core: cpu0, kind: isr, entry: {entry}, irq: 3, preempts: [main]}}\n"
+    )
+    assert cli_error(capsys, "boards", "show", board) == (
+        f"memplace: error: {board}:5:39: contexts.dev.entry: {why}; the handler of irq 3 "
+        "needs a name of its own"
+    )

@@ -184,6 +184,30 @@ CMAKE_TARGETS = frozenset(
 """Targets CMake and Ninja make themselves: a core (whose image is a target) cannot be one."""
 
 
+GENERATED_PREFIX = "memplace_"
+"""Functions and data of the generated C start so: no handler of the user's may."""
+
+C_LIBRARY = frozenset(
+    [
+        *("memchr", "memcmp", "memcpy", "memmove", "memset", "strcat", "strchr", "strcmp"),
+        *("strcoll", "strcpy", "strcspn", "strerror", "strlen", "strncat", "strncmp"),
+        *("strncpy", "strpbrk", "strrchr", "strspn", "strstr", "strtok", "strxfrm", "errno"),
+        *("main", "app_main", "abort", "exit", "_exit", "_sbrk", "_write", "_read"),
+    ]
+)
+"""Names the generated C's headers (string.h, errno.h) and runtime declare or define: a
+handler so named would be declared twice, differently."""
+
+
+def handler_problem(name: str) -> str | None:
+    """Why an isr's entry cannot be `name` in a generated vector table, or None."""
+    if name.startswith(GENERATED_PREFIX):
+        return f"names starting with {GENERATED_PREFIX!r} are kept for memplace's generated code"
+    if name in C_LIBRARY:
+        return f"{name!r} is a function of the C library or runtime the generated code uses"
+    return None
+
+
 def kind_problem(kind: str, name: str) -> str | None:
     """Why `name` cannot name a board part of this kind, or None. Pools are struct members
     in the generated header, memories regions of the linker script, cores CMake targets."""

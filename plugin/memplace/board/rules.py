@@ -870,6 +870,11 @@ def _check_irqs(specs: list[ContextSpec], cores: Mapping[str, Core]) -> None:
                 f"{spec.entry} is the handler of a core exception; the handler of irq "
                 f"{spec.irq} (exception {FIRST_IRQ_EXCEPTION + spec.irq}) needs a name of its own"
             )
+        problem = names.handler_problem(spec.entry)
+        if problem is not None:
+            raise (spec.node.get("entry") or spec.node).error(
+                f"{problem}; the handler of irq {spec.irq} needs a name of its own"
+            )
 
 def _check_alloca(item: Node, alloca: int, stack: tuple[str, int] | None) -> None:
     if stack is None and alloca:
