@@ -248,6 +248,11 @@ def test_a_table_the_reset_code_copies_is_aligned_for_vtor_and_wires_the_line(
     assert (
         int.from_bytes(table[4 * 24 : 4 * 25], "little") == _symbols(elf)["TIMER0_Handler"][0] | 1
     )
+    # `memplace stacks` on the same firmware finds the handler through the copied table too,
+    # not through the 16-entry table the core boots from.
+    code, out, _ = run_cli(capsys, "stacks", elf, "--board", board, "--json")
+    assert code == 0, out
+    assert json.loads(out)["findings"] == []
 
 
 def _patch_word(elf: Path, address: int, value: int) -> None:

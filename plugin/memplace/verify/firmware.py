@@ -242,9 +242,10 @@ def _vector_handler(
     """The function entry 16 + irq of the vector table the core boots from points at; a
     finding when it is not the context's entry, or no function at all."""
     exception = FIRST_IRQ_EXCEPTION + irq
-    where = f"entry {exception} (irq {irq}) of the vector table at 0x{core.boot:08x}"
-    entries = _vector_entries(image, core.boot)
-    data = image.read(core.boot + 4 * exception, 4)
+    table = _vector_table(image, core)
+    where = f"entry {exception} (irq {irq}) of the vector table at 0x{table:08x}"
+    entries = _vector_entries(image, table)
+    data = image.read(table + 4 * exception, 4)
     if data is None or (entries is not None and exception >= entries):
         size = f" (it has {entries} entries)" if entries is not None else ""
         message = f"isr {context.name}: {image.path.name} has no {where}{size}"
@@ -262,6 +263,19 @@ def _vector_handler(
         message = f"isr {context.name}: {where} holds 0x{handler:08x}, no function of the image"
         findings.append(Finding("stack-unbounded", context.name, message))
     return handler if node is not None else None
+
+
+def _vector_table(image: Image, core: Core) -> int:
+    """Where the vector table that interrupts go through is: at the core's `boot`, or,
+    when its reset code copies the table out of its load memory (`copy: reset`), the copy
+    VTOR is pointed at (memplace's startup names it `memplace_vectors`; else `.vectors`)."""
+    if not core.layout.moves_vectors:
+        return core.boot
+    symbol = image.get_symbol("memplace_vectors")
+    section = image.get_section(".vectors")
+    if symbol is not None:
+        return symbol.address
+    return section.address if section is not None else core.boot
 
 
 def _vector_entries(image: Image, boot: int) -> int | None:
