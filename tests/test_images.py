@@ -751,3 +751,24 @@ def test_the_cmake_module_builds_one_target_for_both_cores_of_one_image(
     assert code == 0, stdout + err
     run = json.loads((build / "memplace-firmware" / BUILD_DIR / "run.json").read_text())
     assert "lib on cpu0\n" in run["output"] and "lib on cpu1\n" in run["output"]
+
+
+def test_a_vector_table_in_the_room_of_a_pool_is_refused_at_boot(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The pools and stacks of a memory take its top; a core whose table would start in
+    them is refused where its `boot` is, not by the linker."""
+    cpu1 = CPU1.replace("image: cpu0", "image: cpu0\n    boot: 0x103ffc00").replace(
+        "value: 0x10000800", "value: 0x103ffc00"
+    )
+    board = _board(cpu1).replace(
+        "pools:\n", "pools:\n  ssram0_const: {memory: ssram0, size: 1M, kind: constant}\n"
+    )
+    _refused(
+        capsys,
+        tmp_path,
+        board,
+        11,
+        "the vector table of core 'cpu1' (from 0x103ffc00) runs into pool 'ssram0_const' at "
+        "[0x10300000, 0x10400000) in memory 'ssram0'; move `boot` below it",
+    )

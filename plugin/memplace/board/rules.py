@@ -44,10 +44,12 @@ from memplace.board.parts import (
     FlashRun,
     Layout,
     Memory,
+    Pool,
     QemuRun,
     Release,
     ReleaseStep,
     Run,
+    Stack,
     vector_align,
 )
 from memplace.errors import InputError, Mark
@@ -373,6 +375,7 @@ class BoardReader:
         _check_irqs(context_specs, cores)
         _check_image_entries(context_specs, cores)
         pools, stacks = reserve(pool_specs, context_specs, memories, cores, self.doc.file)
+        _check_tables_below_areas(cores_node, cores, memories, pools, stacks)
         contexts = {spec.name: spec.build(stacks) for spec in context_specs}
         run = self._run()
         _check_rom_copies(cores_node, cores, run)
@@ -1166,6 +1169,33 @@ def _joined_core(
     return Core(
         name, cpu, float_abi, owner.layout, boot, release, rtos, interrupts=interrupts, image=image
     )
+
+
+def _check_tables_below_areas(
+    cores_node: Node,
+    cores: Mapping[str, Core],
+    memories: Mapping[str, Memory],
+    pools: Mapping[str, Pool],
+    stacks: Mapping[tuple[str, int], Stack],
+) -> None:
+    """The vector table a core starts from lies in the room its image grows in: below the
+    pools and stacks that take the top of that memory."""
+    for name, core in cores.items():
+        memory = memories[core.layout.boot_memory]
+        start = core.boot - memory.shift(name)
+        end = start + 4 * (FIRST_IRQ_EXCEPTION + core.interrupts)
+        areas = [(p.address, p.size, f"pool {p.name!r}") for p in pools.values()]
+        areas += [(s.address, s.size, "a stack") for s in stacks.values()]
+        for address, size, what in areas:
+            inside = memory.origin <= address < memory.origin + memory.size
+            if inside and start < address + size and address < end:
+                node = cores_node.child(name)
+                raise (node.child("boot") if node.has("boot") else node).error(
+                    f"the vector table of core {name!r} (from 0x{core.boot:08x}) runs into "
+                    f"{what} at [0x{address + memory.shift(name):08x}, "
+                    f"0x{address + size + memory.shift(name):08x}) in memory "
+                    f"{memory.name!r}; move `boot` below it, or make the pool smaller"
+                )
 
 
 def _check_image_tables(
