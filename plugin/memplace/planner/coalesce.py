@@ -8,6 +8,11 @@ Two rules, applied again and again until neither changes anything:
   alignment, become one block living over both lifetimes, both placed at its offset;
   only where that pair is the only one of its size and alignment at that boundary.
 
+Each round stacks, then chains; or, with `chains_first`, chains until no chain is left
+and only then stacks, since stacking a block with a neighbour of the same lifetime hides it
+from the partner it would have been chained with. Neither order is better everywhere:
+`auto` searches both.
+
 A placement of the coalesced blocks is a placement of the originals with the same peak,
 so searching the smaller instance can only find sound offsets; it may miss the best ones
 (stacking or chaining blocks that belong apart), so it never proves a peak optimal.
@@ -48,14 +53,13 @@ class Coalesced:
         return found
 
 
-def coalesce(blocks: Sequence[Block]) -> Coalesced:
+def coalesce(blocks: Sequence[Block], chains_first: bool = False) -> Coalesced:
     items: list[_Item] = [(block, ((i, 0),)) for i, block in enumerate(blocks)]
     for _ in range(ROUNDS):
-        stacked = _stack(items)
-        chained = _chain(stacked)
-        if len(chained) == len(items):
+        count = len(items)
+        items = _stack(_chains(items)) if chains_first else _chain(_stack(items))
+        if len(items) == count:
             break
-        items = chained
     return Coalesced(tuple(b for b, _ in items), tuple(m for _, m in items))
 
 
@@ -78,6 +82,16 @@ def _stack(items: list[_Item]) -> list[_Item]:
         merged[group[0]] = (Block(height, first, last, align), tuple(members))
         gone.update(group[1:])
     return [merged.get(k, item) for k, item in enumerate(items) if k not in gone]
+
+
+def _chains(items: list[_Item]) -> list[_Item]:
+    """`_chain` again and again, until it changes nothing."""
+    for _ in range(ROUNDS):
+        chained = _chain(items)
+        if len(chained) == len(items):
+            break
+        items = chained
+    return items
 
 
 def _chain(items: list[_Item]) -> list[_Item]:
