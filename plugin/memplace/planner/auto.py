@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
-from memplace.planner.coalesce import Coalesced, coalesce
+from memplace.planner.coalesce import Coalesced, Pairing, coalesce
 from memplace.planner.exact import HEURISTICS, MAX_PAIRS, improve
 from memplace.planner.greedy import (
     conflict_counts,
@@ -40,6 +40,20 @@ from memplace.planner.greedy import (
 COALESCED_SHARE = 0.5
 """The part of the search time spent on the coalesced blocks (`coalesce`), where there are
 fewer of them than blocks."""
+MANY = 1000
+"""Blocks above which a place is searched through each coalescing of PORTFOLIO: the exact
+search on the blocks themselves settles little there."""
+PORTFOLIO: tuple[tuple[bool, Pairing], ...] = (
+    (False, None),
+    (True, None),
+    (True, "short"),
+    (True, "long"),
+)
+"""The ways of coalescing (`chains_first`, `pairing`) searched on places of MANY blocks: on
+the time x memory strips of the benchmarks each finds the lowest peak on some, peaks up to
+10% apart."""
+MANY_SHARE = 0.9
+"""The part of the time the coalesced searches of PORTFOLIO share."""
 EFFORT = 300_000_000
 """Search nodes times blocks the exact search may spend in one call of `auto`."""
 
@@ -66,22 +80,40 @@ def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
     affordable = first_try >= 2 * len(blocks) * len(HEURISTICS)
     if best.peak <= goal or not affordable or sum(conflicts) // 2 > MAX_PAIRS:
         return best
-    left = budget.time_limit - (time.monotonic() - started)
-    merged = coalesce(blocks)
-    best = _coalesced(
-        blocks, merged, replace(budget, time_limit=left * COALESCED_SHARE), best, bound
-    )
-    if best.peak <= goal:
-        return best
-    chained = coalesce(blocks, chains_first=True)
-    if len(chained.blocks) < len(merged.blocks):
+    if len(blocks) > MANY:
         left = budget.time_limit - (time.monotonic() - started)
+        best = _portfolio(blocks, replace(budget, time_limit=left), best, bound, goal)
+    else:
+        left = budget.time_limit - (time.monotonic() - started)
+        merged = coalesce(blocks)
         share = left * COALESCED_SHARE
-        best = _coalesced(blocks, chained, replace(budget, time_limit=share), best, bound)
+        best = _coalesced(blocks, merged, replace(budget, time_limit=share), best, bound)
         if best.peak <= goal:
             return best
+        chained = coalesce(blocks, chains_first=True)
+        if len(chained.blocks) < len(merged.blocks):
+            left = budget.time_limit - (time.monotonic() - started)
+            share = left * COALESCED_SHARE
+            best = _coalesced(blocks, chained, replace(budget, time_limit=share), best, bound)
+    if best.peak <= goal:
+        return best
     left = budget.time_limit - (time.monotonic() - started)
     return improve(blocks, replace(budget, time_limit=left), best, bound)
+
+
+def _portfolio(
+    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, goal: int
+) -> Layout:
+    """`best`, or the best offsets the exact search finds for the blocks coalesced in each
+    of the ways of PORTFOLIO, in turn, sharing MANY_SHARE of the time equally."""
+    until = time.monotonic() + budget.time_limit * MANY_SHARE
+    for k, (chains_first, pairing) in enumerate(PORTFOLIO):
+        if best.peak <= goal:
+            break
+        merged = coalesce(blocks, chains_first=chains_first, pairing=pairing)
+        share = max(0.0, until - time.monotonic()) / (len(PORTFOLIO) - k)
+        best = _coalesced(blocks, merged, replace(budget, time_limit=share), best, bound)
+    return best
 
 
 def _coalesced(
