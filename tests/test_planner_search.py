@@ -16,7 +16,7 @@ from memplace.board import Board, load_board
 from memplace.planner import core, plan
 from memplace.planner.blocks import Block, lower_bound, peak
 from memplace.planner.check import placement_problems
-from memplace.planner.coalesce import coalesce
+from memplace.planner.coalesce import Coalesced, Pairing, coalesce
 from memplace.planner.greedy import greedy_size
 from memplace.workload import Buffer, Workload
 
@@ -138,6 +138,30 @@ def test_coalescing_small_tables(
     assert sorted(i for members in merged.members for i, _ in members) == list(range(len(spec)))
 
 
+def test_chains_first_keeps_a_chain_that_a_stack_would_hide() -> None:
+    blocks = [Block(32, 0, 1), Block(16, 0, 1), Block(32, 2, 3)]
+    stacked = coalesce(blocks)
+    chained = coalesce(blocks, chains_first=True)
+    assert sorted((b.size, b.first, b.last) for b in stacked.blocks) == [(32, 2, 3), (48, 0, 1)]
+    assert sorted((b.size, b.first, b.last) for b in chained.blocks) == [(16, 0, 1), (32, 0, 3)]
+
+
+@pytest.mark.parametrize(
+    ("pairing", "expected"),
+    [
+        (None, [(32, 0, 3), (32, 2, 3), (32, 4, 9)]),
+        ("short", [(32, 0, 3), (32, 2, 9)]),
+        ("long", [(32, 0, 9), (32, 2, 3)]),
+    ],
+)
+def test_a_pairing_chains_where_several_blocks_meet_one_boundary(
+    pairing: Pairing, expected: list[tuple[int, int, int]]
+) -> None:
+    blocks = [Block(32, 0, 3), Block(32, 2, 3), Block(32, 4, 9)]
+    merged = coalesce(blocks, chains_first=True, pairing=pairing)
+    assert sorted((b.size, b.first, b.last) for b in merged.blocks) == expected
+
+
 def test_coalesced_alignment_is_kept_and_unaligned_sizes_are_not_stacked() -> None:
     merged = coalesce([Block(64, 0, 1, 64), Block(64, 0, 1, 64), Block(40, 0, 1, 64)])
     assert sorted((b.size, b.align) for b in merged.blocks) == [(40, 64), (128, 64)]
@@ -146,7 +170,13 @@ def test_coalesced_alignment_is_kept_and_unaligned_sizes_are_not_stacked() -> No
 @settings(max_examples=150, deadline=None)
 @given(BLOCKS)
 def test_any_placement_of_the_coalesced_blocks_places_the_originals(blocks: list[Block]) -> None:
-    merged = coalesce(blocks)
+    for chains_first in (False, True):
+        for pairing in (None, "short", "long"):
+            merged = coalesce(blocks, chains_first=chains_first, pairing=pairing)  # type: ignore[arg-type]
+            _expands_soundly(blocks, merged)
+
+
+def _expands_soundly(blocks: list[Block], merged: Coalesced) -> None:
     placed = greedy_size(merged.blocks)
     offsets = merged.expand(placed.offsets, len(blocks))
     assert peak(blocks, offsets) == placed.peak

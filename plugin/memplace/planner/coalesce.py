@@ -8,6 +8,11 @@ Two rules, applied again and again until neither changes anything:
   alignment, become one block living over both lifetimes, both placed at its offset;
   only where that pair is the only one of its size and alignment at that boundary.
 
+Each round stacks, then chains; or, with `chains_first`, chains until no chain is left
+and only then stacks, since stacking a block with a neighbour of the same lifetime hides it
+from the partner it would have been chained with. Neither order is better everywhere:
+`auto` searches both, and on places of many blocks also chains first with a `pairing`.
+
 A placement of the coalesced blocks is a placement of the originals with the same peak,
 so searching the smaller instance can only find sound offsets; it may miss the best ones
 (stacking or chaining blocks that belong apart), so it never proves a peak optimal.
@@ -21,11 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from memplace.planner.blocks import Block
 
 _Item = tuple[Block, tuple[tuple[int, int], ...]]
 """A block and the original blocks it stands for (see `Coalesced`)."""
+
+Pairing = Literal["short", "long"] | None
+"""Whether, and how, blocks are chained where several of one size and alignment end at
+a boundary, or several start there: None chains only a pair that is alone; "short" pairs
+the shortest lived on both sides, then the next shortest, and so on; "long" the longest."""
 
 ROUNDS = 64
 """Rounds of the two rules at most (each one pass over the blocks)."""
@@ -48,14 +59,15 @@ class Coalesced:
         return found
 
 
-def coalesce(blocks: Sequence[Block]) -> Coalesced:
+def coalesce(
+    blocks: Sequence[Block], chains_first: bool = False, pairing: Pairing = None
+) -> Coalesced:
     items: list[_Item] = [(block, ((i, 0),)) for i, block in enumerate(blocks)]
     for _ in range(ROUNDS):
-        stacked = _stack(items)
-        chained = _chain(stacked)
-        if len(chained) == len(items):
+        count = len(items)
+        items = _stack(_chains(items, pairing)) if chains_first else _chain(_stack(items), pairing)
+        if len(items) == count:
             break
-        items = chained
     return Coalesced(tuple(b for b, _ in items), tuple(m for _, m in items))
 
 
@@ -80,7 +92,17 @@ def _stack(items: list[_Item]) -> list[_Item]:
     return [merged.get(k, item) for k, item in enumerate(items) if k not in gone]
 
 
-def _chain(items: list[_Item]) -> list[_Item]:
+def _chains(items: list[_Item], pairing: Pairing) -> list[_Item]:
+    """`_chain` again and again, until it changes nothing."""
+    for _ in range(ROUNDS):
+        chained = _chain(items, pairing)
+        if len(chained) == len(items):
+            break
+        items = chained
+    return items
+
+
+def _chain(items: list[_Item], pairing: Pairing) -> list[_Item]:
     ending: dict[tuple[int, int, int], list[int]] = {}
     starting: dict[tuple[int, int, int], list[int]] = {}
     for k, (block, _) in enumerate(items):
@@ -90,13 +112,20 @@ def _chain(items: list[_Item]) -> list[_Item]:
     gone: set[int] = set()
     for key, before in ending.items():
         after = starting.get(key, [])
-        if len(before) != 1 or len(after) != 1:
+        if not after or (pairing is None and (len(before) != 1 or len(after) != 1)):
             continue
-        k, j = before[0], after[0]
-        if k in gone or j in gone or k in merged or j in merged:
-            continue
-        (left, inner), (right, outer) = items[k], items[j]
-        block = Block(left.size, left.first, right.last, left.align)
-        merged[k] = (block, inner + outer)
-        gone.add(j)
+        longest = pairing == "long"
+        before = sorted(before, key=lambda k: _span(items[k][0]), reverse=longest)
+        after = sorted(after, key=lambda j: _span(items[j][0]), reverse=longest)
+        for k, j in zip(before, after, strict=False):
+            if k in gone or j in gone or k in merged or j in merged:
+                continue
+            (left, inner), (right, outer) = items[k], items[j]
+            block = Block(left.size, left.first, right.last, left.align)
+            merged[k] = (block, inner + outer)
+            gone.add(j)
     return [merged.get(k, item) for k, item in enumerate(items) if k not in gone]
+
+
+def _span(block: Block) -> int:
+    return block.last - block.first
