@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import strategies as st
 
 from memplace import resources
 from memplace.board import Board, Pool, load_board
@@ -24,6 +25,7 @@ from memplace.cli import main
 from memplace.codegen import render
 from memplace.importers import load_workload
 from memplace.planner import Plan, plan
+from memplace.planner.blocks import Block
 from memplace.project import write_project
 from memplace.workload import Workload
 
@@ -185,3 +187,17 @@ def benchmark(name: str) -> ModuleType:
         sys.modules[module_name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
     return sys.modules[module_name]
+
+
+# Small offset problems for property tests: a few blocks over a few steps, mixed alignments.
+BLOCKS = st.lists(
+    st.builds(
+        lambda size, first, span, align: Block(size * align, first, first + span, align),
+        st.integers(1, 12),
+        st.integers(0, 10),
+        st.integers(0, 4),
+        st.sampled_from([1, 2, 4, 16]),
+    ),
+    min_size=1,
+    max_size=14,
+)

@@ -9,22 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import BLOCKS
 from memplace.planner import core
 from memplace.planner.blocks import Block, lower_bound, peak
 from memplace.planner.check import placement_problems
 from memplace.planner.exact import HEURISTICS
-
-BLOCKS = st.lists(
-    st.builds(
-        lambda size, first, span, align: Block(size * align, first, first + span, align),
-        st.integers(1, 12),
-        st.integers(0, 10),
-        st.integers(0, 4),
-        st.sampled_from([1, 2, 4, 16]),
-    ),
-    min_size=1,
-    max_size=14,
-)
 
 
 def test_the_compiled_core_is_built() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import benchmark
+from conftest import BLOCKS, benchmark
 from memplace.board import Board, load_board
 from memplace.planner import core, plan
 from memplace.planner.blocks import Block, lower_bound, peak
@@ -20,17 +20,6 @@ from memplace.planner.coalesce import Coalesced, Pairing, coalesce
 from memplace.planner.greedy import greedy_size
 from memplace.workload import Buffer, Workload
 
-BLOCKS = st.lists(
-    st.builds(
-        lambda size, first, span, align: Block(size * align, first, first + span, align),
-        st.integers(1, 12),
-        st.integers(0, 10),
-        st.integers(0, 4),
-        st.sampled_from([1, 2, 4, 16]),
-    ),
-    min_size=1,
-    max_size=14,
-)
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
 
 
@@ -185,30 +174,11 @@ def _expands_soundly(blocks: list[Block], merged: Coalesced) -> None:
 
 # --- through plan() on a board file --------------------------------------------------------
 
-ONE_POOL_BOARD = """\
-memplace: board/v1
-name: one-pool
-summary: one workspace pool of exactly the capacity
-cores:
-  cpu0:
-    cpu: cortex-m4
-    float_abi: soft
-    layout: {{vectors: flash, code: flash, data: sram, load: flash}}
-memories:
-  flash: {{origin: 0x00000000, size: 4M, attrs: rx, kind: flash, access: [cpu0], latency: 5}}
-  sram:  {{origin: 0x20000000, size: 1M, attrs: rwx, kind: sram, access: [cpu0], latency: 2}}
-  arena: {{origin: 0x60000000, size: {memory}, attrs: rw, kind: sram, access: [cpu0], latency: 1}}
-pools:
-  arena_ws: {{memory: arena, size: {capacity}, kind: workspace}}
-contexts:
-  main: {{core: cpu0, entry: main, stack: {{memory: sram, size: 8K}}}}
-"""
-
 
 def one_pool_board(capacity: int, folder: Path) -> Board:
     path = folder / "board.yaml"
     memory = -(-capacity // 1024) * 1024
-    path.write_text(ONE_POOL_BOARD.format(memory=memory, capacity=capacity))
+    path.write_text(benchmark("planner").ONE_POOL_BOARD.format(memory=memory, capacity=capacity))
     return load_board(path)
 
 

@@ -243,6 +243,32 @@ done:
  */
 
 typedef struct { i64 *where; i64 old; } undo;
+
+/* What a search changed, newest last, so that it can undo back to a mark. */
+typedef struct { undo *entries; long len, cap; } undo_log;
+
+/* Sets *where to value and logs the old value; -1 (and nothing set) when out of memory. */
+static int log_set(undo_log *log, i64 *where, i64 value) {
+    if (log->len == log->cap) {
+        long cap = log->cap ? 2 * log->cap : 1024;
+        undo *more = realloc(log->entries, sizeof(undo) * (size_t)cap);
+        if (!more) return -1;
+        log->entries = more;
+        log->cap = cap;
+    }
+    log->entries[log->len].where = where;
+    log->entries[log->len].old = *where;
+    log->len++;
+    *where = value;
+    return 0;
+}
+
+static void log_rollback(undo_log *log, long mark) {
+    while (log->len > mark) {
+        log->len--;
+        *log->entries[log->len].where = log->entries[log->len].old;
+    }
+}
 typedef struct { i64 offset, rank; int block; } cand;
 typedef struct { i64 key[3]; int block; } keyed;
 
@@ -256,8 +282,7 @@ typedef struct {
     int *sec_start, *sec; /* blocks covering each section */
     i64 *off, *minoff, *floor, *total, *cuts, *sol;
     int *stamp, *touched, stamp_now;
-    undo *log;
-    long log_len, log_cap;
+    undo_log log;
     int *ints;
     long ints_len, ints_cap;
     cand *cands;
@@ -269,25 +294,10 @@ typedef struct {
 } search;
 
 static void set(search *s, i64 *where, i64 value) {
-    if (s->log_len == s->log_cap) {
-        long cap = s->log_cap ? 2 * s->log_cap : 1024;
-        undo *more = realloc(s->log, sizeof(undo) * (size_t)cap);
-        if (!more) { s->failed = 1; return; }
-        s->log = more;
-        s->log_cap = cap;
-    }
-    s->log[s->log_len].where = where;
-    s->log[s->log_len].old = *where;
-    s->log_len++;
-    *where = value;
+    if (log_set(&s->log, where, value)) s->failed = 1;
 }
 
-static void rollback(search *s, long mark) {
-    while (s->log_len > mark) {
-        s->log_len--;
-        *s->log[s->log_len].where = s->log[s->log_len].old;
-    }
-}
+static void rollback(search *s, long mark) { log_rollback(&s->log, mark); }
 
 /* Room for `count` more ints on the arena stack; returns where they start, or -1. */
 static long ints_push(search *s, long count) {
@@ -475,7 +485,7 @@ static int node(search *s, long part, int len, int s0, int s1, i64 last_off, i64
             status = TIME_LIMIT;
             break;
         }
-        long mark = s->log_len;
+        long mark = s->log.len;
         int alone;
         if (place(s, c, x, &alone)) {
             long splits = s->ints_len;
@@ -580,7 +590,7 @@ static int prepare(search *s, const i64 *first, const i64 *last) {
 static void release(search *s) {
     free(s->a); free(s->b); free(s->ov_start); free(s->ov); free(s->sec_start); free(s->sec);
     free(s->off); free(s->minoff); free(s->floor); free(s->total); free(s->cuts);
-    free(s->stamp); free(s->touched); free(s->log); free(s->ints); free(s->cands);
+    free(s->stamp); free(s->touched); free(s->log.entries); free(s->ints); free(s->cands);
 }
 
 /*
@@ -661,8 +671,7 @@ typedef struct {
     i64 *top, *rem, *off, *sol, *length;
     i64 target, nodes, node_limit;
     double deadline;
-    undo *log;
-    long log_len, log_cap;
+    undo_log log;
     int *moves;
     long moves_len, moves_cap;
     uint64_t rng;
@@ -670,25 +679,10 @@ typedef struct {
 } sky;
 
 static void sky_set(sky *s, i64 *where, i64 value) {
-    if (s->log_len == s->log_cap) {
-        long cap = s->log_cap ? 2 * s->log_cap : 1024;
-        undo *more = realloc(s->log, sizeof(undo) * (size_t)cap);
-        if (!more) { s->failed = 1; return; }
-        s->log = more;
-        s->log_cap = cap;
-    }
-    s->log[s->log_len].where = where;
-    s->log[s->log_len].old = *where;
-    s->log_len++;
-    *where = value;
+    if (log_set(&s->log, where, value)) s->failed = 1;
 }
 
-static void sky_rollback(sky *s, long mark) {
-    while (s->log_len > mark) {
-        s->log_len--;
-        *s->log[s->log_len].where = s->log[s->log_len].old;
-    }
-}
+static void sky_rollback(sky *s, long mark) { log_rollback(&s->log, mark); }
 
 static uint64_t sky_random(sky *s) {
     s->rng ^= s->rng << 13;
@@ -806,7 +800,7 @@ static int sky_node(sky *s) {
     int status = INFEASIBLE;
     for (int t = 0; t < count && status == INFEASIBLE; t++) {
         int c = s->moves[base + t];
-        long mark = s->log_len;
+        long mark = s->log.len;
         i64 waste, x = sky_offset(s, c, &waste);
         sky_set(s, &s->off[c], x);
         s->sol[c] = x;
@@ -820,7 +814,7 @@ static int sky_node(sky *s) {
     if (status == INFEASIBLE) {
         i64 up = sky_raise(s, h0, h1);
         if (up >= 0) {
-            long mark = s->log_len;
+            long mark = s->log.len;
             for (int q = h0; q < h1; q++) sky_set(s, &s->top[q], up);
             status = s->failed ? NO_MEMORY : sky_node(s);
             sky_rollback(s, mark);
@@ -884,6 +878,6 @@ int mp_skyline(int n, const i64 *size, const i64 *first, const i64 *last, const 
     if (s.failed) status = NO_MEMORY;
     *nodes = s.nodes;
     free(s.a); free(s.b); free(s.off); free(s.start_at); free(s.starts); free(s.top);
-    free(s.rem); free(s.length); free(s.log); free(s.moves);
+    free(s.rem); free(s.length); free(s.log.entries); free(s.moves);
     return status;
 }
