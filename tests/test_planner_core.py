@@ -22,13 +22,21 @@ def test_the_compiled_core_is_built() -> None:
 
 
 @settings(max_examples=120, deadline=None)
-@given(BLOCKS, st.sampled_from(HEURISTICS), st.integers(0, 3), st.integers(50, 5000))
-def test_search_twins_agree(blocks: list[Block], heuristic: str, slack: int, limit: int) -> None:
+@given(
+    BLOCKS,
+    st.sampled_from(HEURISTICS),
+    st.integers(0, 3),
+    st.integers(50, 5000),
+    st.sampled_from([0, 1, 7, -5, 2**62]),
+)
+def test_search_twins_agree(
+    blocks: list[Block], heuristic: str, slack: int, limit: int, seed: int
+) -> None:
     if core.compiled() is None:
         pytest.skip("the compiled core is not built")
     target = lower_bound(blocks) + slack * max(b.align for b in blocks)
-    compiled = core.search(blocks, heuristic, target, limit, 60.0)
-    python = core.search_python(blocks, heuristic, target, limit, 60.0)
+    compiled = core.search(blocks, heuristic, target, limit, 60.0, seed)
+    python = core.search_python(blocks, heuristic, target, limit, 60.0, seed)
     assert compiled == python
     status, offsets, _ = compiled
     if status == core.FOUND:

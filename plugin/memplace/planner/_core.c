@@ -14,15 +14,28 @@
 #include <string.h>
 #include <time.h>
 
-#define MP_CORE_ABI 5
+#define MP_CORE_ABI 6
 
 typedef int64_t i64;
+
+#define SEED_MIX 0x9E3779B97F4A7C15ULL /* a seed's bits spread before its first draw */
+#define NOISE 300                      /* a seeded search's noise: up to 300/1000 of a key */
 
 enum { FOUND = 0, INFEASIBLE = 1, NODE_LIMIT = 2, TIME_LIMIT = 3, NO_MEMORY = -1 };
 
 int mp_abi(void) { return MP_CORE_ABI; }
 
 static i64 align_up(i64 value, i64 align) { return (value + align - 1) / align * align; }
+
+/* xorshift64: the seeded noise of both searches (the Python twin draws the same). */
+static uint64_t xorshift(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    return x;
+}
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -276,6 +289,7 @@ typedef struct {
     int n, m;
     const i64 *size, *align, *width;
     const char *heuristic;
+    uint64_t rng; /* seeded noise on the first key of the order; 0: none */
     i64 *rank;
     int *a, *b;
     int *ov_start, *ov;   /* blocks overlapping each block in time */
@@ -389,7 +403,8 @@ static int cmp_keyed(const void *x, const void *y) {
 
 /* Ranks the blocks of a part by the heuristic's three keys, largest first: W the width of
  * its lifetime in steps, A its area (size times width), Z its size, T the largest total of
- * the unplaced blocks in any of its sections (which changes as the search goes on). */
+ * the unplaced blocks in any of its sections (which changes as the search goes on). A
+ * seeded search raises each block's first key by a random 0 to NOISE thousandths. */
 static int rerank(search *s, long part, int len) {
     keyed *keys = malloc(sizeof(keyed) * (size_t)(len > 0 ? len : 1));
     if (!keys) { s->failed = 1; return -1; }
@@ -407,6 +422,10 @@ static int rerank(search *s, long part, int len) {
                     if (s->total[q] > value) value = s->total[q];
             }
             keys[t].key[k] = value;
+        }
+        if (s->rng) {
+            i64 draw = (i64)(xorshift(&s->rng) % (NOISE + 1)), key = keys[t].key[0];
+            keys[t].key[0] += key < INT64_MAX / 1000 / (NOISE + 1) ? key * draw / 1000 : key / 1000 * draw;
         }
     }
     qsort(keys, (size_t)len, sizeof(keyed), cmp_keyed);
@@ -599,8 +618,8 @@ static void release(search *s) {
  * `nodes` receives the number of search nodes visited.
  */
 int mp_search(int n, const i64 *size, const i64 *first, const i64 *last, const i64 *align,
-              const char *heuristic, i64 target, i64 node_limit, double seconds, i64 *offset,
-              i64 *nodes) {
+              const char *heuristic, i64 seed, i64 target, i64 node_limit, double seconds,
+              i64 *offset, i64 *nodes) {
     search s;
     int status = FOUND;
     memset(&s, 0, sizeof s);
@@ -608,6 +627,7 @@ int mp_search(int n, const i64 *size, const i64 *first, const i64 *last, const i
     s.size = size;
     s.align = align;
     s.heuristic = heuristic;
+    s.rng = seed ? SEED_MIX ^ (uint64_t)seed : 0;
     s.rank = calloc((size_t)(n + 1), sizeof(i64));
     i64 *width = malloc(sizeof(i64) * (size_t)(n + 1));
     if (!s.rank || !width) status = NO_MEMORY;
@@ -684,12 +704,7 @@ static void sky_set(sky *s, i64 *where, i64 value) {
 
 static void sky_rollback(sky *s, long mark) { log_rollback(&s->log, mark); }
 
-static uint64_t sky_random(sky *s) {
-    s->rng ^= s->rng << 13;
-    s->rng ^= s->rng >> 7;
-    s->rng ^= s->rng << 17;
-    return s->rng;
-}
+static uint64_t sky_random(sky *s) { return xorshift(&s->rng); }
 
 /* The level of section q as a neighbour: a closed section or the end of time is a wall. */
 static i64 sky_level(const sky *s, int q) { return q < 0 || q >= s->m ? SKY_CLOSED : s->top[q]; }
@@ -841,7 +856,7 @@ int mp_skyline(int n, const i64 *size, const i64 *first, const i64 *last, const 
     s.node_limit = node_limit;
     s.deadline = now_seconds() + seconds;
     s.noisy = seed != 0;
-    s.rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)seed;
+    s.rng = SEED_MIX ^ (uint64_t)seed;
     int status = FOUND;
     s.a = malloc(sizeof(int) * (size_t)(n + 1));
     s.b = malloc(sizeof(int) * (size_t)(n + 1));

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
-from memplace.planner.exact import HEURISTICS, MAX_PAIRS, improve
+from memplace.planner.exact import HEURISTICS, MAX_PAIRS, dive, improve
 from memplace.planner.greedy import (
     conflict_counts,
     conflict_order,
@@ -43,15 +43,19 @@ fewer of them than blocks."""
 MANY = 1000
 """Blocks above which a place is searched through each coalescing of PORTFOLIO: the exact
 search on the blocks themselves settles little there."""
-PORTFOLIO: tuple[tuple[bool, Pairing], ...] = (
-    (False, None),
-    (True, None),
-    (True, "short"),
-    (True, "long"),
+PORTFOLIO: tuple[tuple[bool, Pairing, float], ...] = (
+    (False, None, 0.0),
+    (True, None, 0.0),
+    (True, "short", 0.0),
+    (True, "long", 0.0),
+    (True, "short", 0.1),
 )
-"""The ways of coalescing (`chains_first`, `pairing`) searched on places of MANY blocks: on
-the time x memory strips of the benchmarks each finds the lowest peak on some, peaks up to
-10% apart."""
+"""The ways of coalescing (`chains_first`, `pairing`, `loose`) searched on places of MANY
+blocks: on the time x memory strips of the benchmarks each finds the lowest peak on some,
+peaks up to 10% apart."""
+SEARCH_SHARE = 0.25
+"""On places of MANY blocks, the part of each coalescing's time for the exact search's
+rounds; seeded dives (`exact.dive`) take the rest."""
 MANY_SHARE = 0.9
 """The part of the time the coalesced searches of PORTFOLIO share."""
 EFFORT = 300_000_000
@@ -107,23 +111,38 @@ def _portfolio(
     """`best`, or the best offsets the exact search finds for the blocks coalesced in each
     of the ways of PORTFOLIO, in turn, sharing MANY_SHARE of the time equally."""
     until = time.monotonic() + budget.time_limit * MANY_SHARE
-    for k, (chains_first, pairing) in enumerate(PORTFOLIO):
+    for k, (chains_first, pairing, loose) in enumerate(PORTFOLIO):
         if best.peak <= goal:
             break
-        merged = coalesce(blocks, chains_first=chains_first, pairing=pairing)
+        merged = coalesce(blocks, chains_first=chains_first, pairing=pairing, loose=loose)
         share = max(0.0, until - time.monotonic()) / (len(PORTFOLIO) - k)
-        best = _coalesced(blocks, merged, replace(budget, time_limit=share), best, bound)
+        best = _coalesced(blocks, merged, replace(budget, time_limit=share), best, bound, True)
     return best
 
 
 def _coalesced(
-    blocks: Sequence[Block], merged: Coalesced, budget: Budget, best: Layout, bound: int
+    blocks: Sequence[Block],
+    merged: Coalesced,
+    budget: Budget,
+    best: Layout,
+    bound: int,
+    dives: bool = False,
 ) -> Layout:
-    """`best`, or the better offsets the exact search finds for the coalesced blocks."""
+    """`best`, or the better offsets the exact search finds for the coalesced blocks (with
+    `dives`, its rounds for SEARCH_SHARE of the time and seeded dives for the rest)."""
     if len(merged.blocks) == len(blocks):
         return best
     start = min(greedy_size(merged.blocks), greedy_conflicts(merged.blocks), key=_peak)
-    found = improve(merged.blocks, budget, start)
+    if not dives:
+        found = improve(merged.blocks, budget, start)
+    else:
+        until = time.monotonic() + budget.time_limit
+        found = improve(
+            merged.blocks, replace(budget, time_limit=budget.time_limit * SEARCH_SHARE), start
+        )
+        if not found.optimal:
+            left = max(0.0, until - time.monotonic())
+            found = dive(merged.blocks, replace(budget, time_limit=left), found)
     if found.peak >= best.peak:
         return best
     offsets = merged.expand(found.offsets, len(blocks))

@@ -39,7 +39,7 @@ __all__ = [
     "skyline_python",
 ]
 
-ABI = 5
+ABI = 6
 FOUND, INFEASIBLE, NODE_LIMIT, TIME_LIMIT = 0, 1, 2, 3
 _NO_MEMORY = -1
 
@@ -47,6 +47,11 @@ _log = logging.getLogger(__name__)
 
 _I64 = ctypes.c_int64
 _INT = ctypes.c_int
+_SEED_MIX = 0x9E3779B97F4A7C15
+_MASK = (1 << 64) - 1
+NOISE = 300
+"""A seeded search raises each block's first key by up to this many thousandths of it."""
+_INT64_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -153,20 +158,26 @@ def assign(
 
 
 def search(
-    blocks: Sequence[Block], heuristic: str, target: int, node_limit: int, seconds: float
+    blocks: Sequence[Block],
+    heuristic: str,
+    target: int,
+    node_limit: int,
+    seconds: float,
+    seed: int = 0,
 ) -> tuple[int, list[int], int]:
     """Look for offsets whose peak is at most `target`, trying blocks in the order of
-    `heuristic` (three of the keys W, A, Z, T; see `_core.c`).
+    `heuristic` (three of the keys W, A, Z, T; see `_core.c`); `seed` != 0 raises each
+    block's first key by seeded noise, up to NOISE thousandths of it, for another order.
 
     Returns (status, offsets, nodes): FOUND with the offsets, INFEASIBLE when no placement
     fits `target` (proven), NODE_LIMIT or TIME_LIMIT when it stopped before knowing.
     """
     library = compiled()
     if library is None:
-        return search_python(blocks, heuristic, target, node_limit, seconds)
+        return search_python(blocks, heuristic, target, node_limit, seconds, seed)
     order = ctypes.c_char_p(heuristic.encode("ascii"))
     limits = (_I64(target), _I64(node_limit), ctypes.c_double(seconds))
-    return _placed(library.mp_search, blocks, order, *limits)
+    return _placed(library.mp_search, blocks, order, _I64(seed), *limits)
 
 
 def skyline(
@@ -209,6 +220,13 @@ def _placed(
 
 # ---------------------------------------------------------------------------------------
 # The pure-Python twins. They follow _core.c step by step; see the comments there.
+
+
+def _xorshift(x: int) -> int:
+    """The next state of the seeded noise (xorshift64, as `_core.c`)."""
+    x ^= (x << 13) & _MASK
+    x ^= x >> 7
+    return x ^ ((x << 17) & _MASK)
 
 
 def _sections(blocks: Sequence[Block]) -> tuple[list[int], list[int], int]:
@@ -271,11 +289,13 @@ class _Search:
         target: int,
         node_limit: int,
         seconds: float,
+        seed: int = 0,
     ) -> None:
         n = len(blocks)
         self.size = [b.size for b in blocks]
         self.align = [b.align for b in blocks]
         self.heuristic = heuristic
+        self.rng = (_SEED_MIX ^ seed) & _MASK if seed else 0
         self.width = [b.last - b.first + 1 for b in blocks]
         self.rank = [0] * n
         self.a, self.b, m = _sections(blocks)
@@ -357,7 +377,14 @@ class _Search:
                 return self.size[i]
             return max(self.total[self.a[i] : self.b[i]])
 
-        ordered = sorted(part, key=lambda i: ([-key(i, letter) for letter in self.heuristic], i))
+        keys = {i: [key(i, letter) for letter in self.heuristic] for i in part}
+        if self.rng:
+            for i in part:  # in the order C draws them
+                self.rng = _xorshift(self.rng)
+                draw, first = self.rng % (NOISE + 1), keys[i][0]
+                small = first < _INT64_MAX // 1000 // (NOISE + 1)
+                keys[i][0] += first * draw // 1000 if small else first // 1000 * draw
+        ordered = sorted(part, key=lambda i: ([-k for k in keys[i]], i))
         for position, i in enumerate(ordered):
             self.set(self.rank, i, position)
 
@@ -439,10 +466,15 @@ class _Search:
 
 
 def search_python(
-    blocks: Sequence[Block], heuristic: str, target: int, node_limit: int, seconds: float
+    blocks: Sequence[Block],
+    heuristic: str,
+    target: int,
+    node_limit: int,
+    seconds: float,
+    seed: int = 0,
 ) -> tuple[int, list[int], int]:
     """`search` in Python, node for node."""
-    state = _Search(blocks, heuristic, target, node_limit, seconds)
+    state = _Search(blocks, heuristic, target, node_limit, seconds, seed)
     depth = sys.getrecursionlimit()
     sys.setrecursionlimit(max(depth, 4 * len(blocks) + 1000))
     try:
@@ -453,7 +485,6 @@ def search_python(
 
 
 _CLOSED = 1 << 63
-_MASK = (1 << 64) - 1
 
 
 class _Skyline:
@@ -481,7 +512,7 @@ class _Skyline:
         self.log: list[tuple[list[int], int, int]] = []
         self.target = target
         self.noisy = seed != 0
-        self.rng = (0x9E3779B97F4A7C15 ^ seed) & _MASK
+        self.rng = (_SEED_MIX ^ seed) & _MASK
         self.nodes = 0
         self.node_limit = node_limit
         self.deadline = time.monotonic() + seconds
@@ -496,12 +527,8 @@ class _Skyline:
             values[index] = old
 
     def random(self) -> int:
-        x = self.rng
-        x ^= (x << 13) & _MASK
-        x ^= x >> 7
-        x ^= (x << 17) & _MASK
-        self.rng = x
-        return x
+        self.rng = _xorshift(self.rng)
+        return self.rng
 
     def level(self, q: int) -> int:
         return _CLOSED if q < 0 or q >= self.sections else self.top[q]
