@@ -7,7 +7,8 @@ time, then, where coalescing chains first leaves fewer blocks, on those for
 COALESCED_SHARE of the rest (on the time x memory strips of the benchmarks it leaves
 a tenth to a third fewer, and finds peaks up to 8% lower), then on the
 blocks themselves from the best placement so far; elsewhere the better greedy order
-stands.
+stands. Places of more than MANY blocks search each coalescing of PORTFOLIO in turn
+instead, each with the exact search's rounds and then its seeded dives (`exact.dive`).
 
 The exact search's nodes each cost time in proportion to the blocks, so it gets
 EFFORT / blocks nodes (at most the budget's): about the same time, a second or so here,

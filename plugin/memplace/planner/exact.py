@@ -13,6 +13,9 @@ MiniMalloc, ASPLOS 2023; see `_core.c`) whether the blocks fit a target, again a
   search (`core.skyline`), which finds perfect packings the orders miss but proves nothing;
 - an answer of "fits" lowers the best peak, a proof of "does not fit" raises the bound.
 It stops when the bound meets the best peak (proven optimal) or the budget runs out.
+`dive` is the other way down from a placement, for places too large for the rounds to
+settle much: short seeded descents of the same search, one after another, each asking
+for a little less than the best.
 
 The search keeps, for every block, the blocks it meets in time: a table that grows with
 the square of the blocks live at once, so `exact` refuses more than MAX_PAIRS such pairs.
