@@ -425,7 +425,8 @@ static int rerank(search *s, long part, int len) {
         }
         if (s->rng) {
             i64 draw = (i64)(xorshift(&s->rng) % (NOISE + 1)), key = keys[t].key[0];
-            keys[t].key[0] += key < INT64_MAX / 1000 / (NOISE + 1) ? key * draw / 1000 : key / 1000 * draw;
+            int small = key < INT64_MAX / 1000 / (NOISE + 1); /* key * draw cannot overflow */
+            keys[t].key[0] += small ? key * draw / 1000 : key / 1000 * draw;
         }
     }
     qsort(keys, (size_t)len, sizeof(keyed), cmp_keyed);
