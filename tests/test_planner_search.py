@@ -6,6 +6,8 @@ are for."""
 from __future__ import annotations
 
 import csv
+import importlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,10 @@ from hypothesis import strategies as st
 from conftest import BLOCKS, benchmark
 from memplace.board import Board, load_board
 from memplace.planner import core, plan
-from memplace.planner.blocks import Block, Budget, lower_bound, peak
+from memplace.planner.blocks import Block, Budget, Layout, lower_bound, peak
 from memplace.planner.check import placement_problems
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
-from memplace.planner.exact import dive
+from memplace.planner.exact import dive, improve
 from memplace.planner.greedy import greedy_size
 from memplace.workload import Buffer, Workload
 
@@ -191,7 +193,7 @@ def test_any_placement_of_the_coalesced_blocks_places_the_originals(blocks: list
     for chains_first in (False, True):
         for pairing in (None, "short", "long"):
             for loose in (0.0, 0.1, 0.5):
-                merged = coalesce(blocks, chains_first, pairing, loose)  # type: ignore[arg-type]
+                merged = coalesce(blocks, chains_first, pairing, loose)
                 _expands_soundly(blocks, merged, loose > 0)
 
 
@@ -240,6 +242,32 @@ def test_dives_lower_the_peak_of_a_greedy_placement_within_their_nodes() -> None
     assert _sound(list(merged.blocks), list(found.offsets), found.peak)
     # At the bound there is nothing to dive for.
     assert dive(blocks, budget, greedy_size(blocks)).peak >= capacity
+
+
+def test_the_exact_search_dives_between_its_rounds_once_the_place_fits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blocks, capacity = cut(102, 600)
+    merged = coalesce(blocks, chains_first=True, pairing="short").blocks
+    start = greedy_size(merged)
+    roomy = Budget(capacity=start.peak, time_limit=600.0, nodes=400 * len(merged))
+    found = improve(merged, roomy, start)
+    # The nodes bound it, so it repeats; its dives share them with its rounds.
+    assert found == improve(merged, roomy, start)
+    assert found.peak < start.peak
+    # A place not fitted yet gets rounds alone: the perfect packings come from those.
+    dives: list[Layout] = []
+
+    def counted(blocks: object, budget: object, best: Layout, bound: object = None) -> Layout:
+        dives.append(best)
+        return best
+
+    # `memplace.planner.exact` the module, which the package's `exact` function hides.
+    monkeypatch.setattr(importlib.import_module("memplace.planner.exact"), "dive", counted)
+    improve(merged, replace(roomy, capacity=capacity, nodes=50 * len(merged)), start)
+    assert dives == []
+    improve(merged, replace(roomy, nodes=50 * len(merged)), start)
+    assert dives
 
 
 # --- through plan() on a board file --------------------------------------------------------

@@ -11,6 +11,8 @@ MiniMalloc, ASPLOS 2023; see `_core.c`) whether the blocks fit a target, again a
   every round, so an easy answer under one order is not held up by a hard one;
 - a round that settles nothing also gets SKYLINE_TRIES seeded dives of the skyline
   search (`core.skyline`), which finds perfect packings the orders miss but proves nothing;
+- once the place's capacity is met (and no goal is set), a round that settles nothing is
+  also followed by seeded dives of its own (`dive`) for as many nodes as it took;
 - an answer of "fits" lowers the best peak, a proof of "does not fit" raises the bound.
 It stops when the bound meets the best peak (proven optimal) or the budget runs out.
 `dive` is the other way down from a placement, for places too large for the rounds to
@@ -106,6 +108,7 @@ def improve(
     # A goal the bound has passed cannot be met: searching on would not help the caller.
     while low < best.peak and nodes_left > 0 and best.peak > goal and (goal < 0 or low <= goal):
         progress = False
+        round_start = nodes_left
         # Each round adds one more order to the three, so a long search tries them all.
         orders = HEURISTICS + RESTARTS[: rounds % (len(RESTARTS) + 1)]
         targets = _targets(low, best.peak, budget.capacity, step, budget.goal)
@@ -140,6 +143,24 @@ def improve(
             if found is not None:
                 best, progress = found, True
                 break
+        fits = budget.capacity is None or best.peak <= budget.capacity
+        if not progress and fits and goal < 0:
+            # Once the place is fitted, seeded dives for as many nodes as the round took.
+            spend = min(round_start - nodes_left, nodes_left)
+            dived = dive(
+                blocks,
+                replace(
+                    budget,
+                    time_limit=deadline - time.monotonic(),
+                    nodes=spend,
+                    seed=budget.seed + rounds + 1,
+                ),
+                best,
+                low,
+            )
+            nodes_left -= spend
+            progress = dived.peak < best.peak
+            best = dived if progress else best
         if not progress:
             limit *= 2
             rounds += 1
