@@ -132,8 +132,7 @@ def _chain(items: list[_Item], pairing: Pairing) -> list[_Item]:
     for k, (block, _) in enumerate(items):
         ending.setdefault((block.last + 1, block.size, block.align), []).append(k)
         starting.setdefault((block.first, block.size, block.align), []).append(k)
-    merged: dict[int, _Item] = {}
-    gone: set[int] = set()
+    pairs: list[tuple[int, int]] = []
     for key, before in ending.items():
         after = starting.get(key, [])
         if not after or (pairing is None and (len(before) != 1 or len(after) != 1)):
@@ -141,14 +140,8 @@ def _chain(items: list[_Item], pairing: Pairing) -> list[_Item]:
         longest = pairing == "long"
         before = sorted(before, key=lambda k: _span(items[k][0]), reverse=longest)
         after = sorted(after, key=lambda j: _span(items[j][0]), reverse=longest)
-        for k, j in zip(before, after, strict=False):
-            if k in gone or j in gone or k in merged or j in merged:
-                continue
-            (left, inner), (right, outer) = items[k], items[j]
-            block = Block(left.size, left.first, right.last, left.align)
-            merged[k] = (block, inner + outer)
-            gone.add(j)
-    return [merged.get(k, item) for k, item in enumerate(items) if k not in gone]
+        pairs += zip(before, after, strict=False)
+    return _chained(items, pairs)
 
 
 def _loose_chain(items: list[_Item], loose: float) -> list[_Item]:
@@ -171,10 +164,15 @@ def _loose_chain(items: list[_Item], loose: float) -> list[_Item]:
             if abs(size - left.size) <= loose * max(size, left.size):
                 shorter = left if left.size < size else right
                 pairs.append((abs(size - left.size) * (_span(shorter) + 1), k, j))
-    pairs.sort()
+    return _chained(items, [(k, j) for _, k, j in sorted(pairs)])
+
+
+def _chained(items: list[_Item], pairs: Sequence[tuple[int, int]]) -> list[_Item]:
+    """`items` with each pair (k, j) of `pairs` chained, in order, where neither is in a
+    chain yet: k's block and then j's at one offset, as large as the larger."""
     merged: dict[int, _Item] = {}
     gone: set[int] = set()
-    for _, k, j in pairs:
+    for k, j in pairs:
         if k in gone or j in gone or k in merged or j in merged:
             continue
         (left, inner), (right, outer) = items[k], items[j]
