@@ -147,7 +147,8 @@ def one_pool_board(capacity: int | None, folder: Path) -> Board:
     return load_board(path)
 
 
-def workload_of(instance: Instance) -> Workload:
+def workload_of(blocks: Sequence[Block], name: str = "strip") -> Workload:
+    """The workload a user writes for `blocks`: one global buffer each, steps 0 to the last."""
     buffers = tuple(
         Buffer(
             name=f"b{i}",
@@ -159,10 +160,10 @@ def workload_of(instance: Instance) -> Workload:
             scope="global",
             users=(),
         )
-        for i, b in enumerate(instance.blocks)
+        for i, b in enumerate(blocks)
     )
-    steps = tuple(str(i) for i in range(max(b.last for b in instance.blocks) + 1))
-    return Workload(name=instance.name, steps=steps, buffers=buffers)
+    steps = tuple(str(i) for i in range(max(b.last for b in blocks) + 1))
+    return Workload(name=name, steps=steps, buffers=buffers)
 
 
 def plan_peak(
@@ -193,7 +194,7 @@ def solve(
 ) -> Row:
     """The instance through `plan()` on a board file with one pool of its capacity."""
     board = one_pool_board(instance.capacity, folder)
-    workload = workload_of(instance)
+    workload = workload_of(instance.blocks, instance.name)
     used, optimal, seconds = plan_peak(board, workload, time_limit)
     greedy, _, _ = plan_peak(one_pool_board(None, folder), workload, time_limit, "greedy-size")
     fit = None
@@ -368,7 +369,7 @@ def strip_table(
     ]
     for instance in chosen:
         assert instance.capacity is not None
-        workload = workload_of(instance)
+        workload = workload_of(instance.blocks, instance.name)
         used, _, seconds = plan_peak(
             one_pool_board(instance.capacity, folder), workload, time_limit
         )

@@ -15,14 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import BLOCKS, benchmark
-from memplace.board import Board, load_board
 from memplace.planner import core, plan
 from memplace.planner.blocks import Block, Budget, Layout, lower_bound, peak
 from memplace.planner.check import placement_problems
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
 from memplace.planner.exact import dive, improve
 from memplace.planner.greedy import greedy_size
-from memplace.workload import Buffer, Workload
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
 
@@ -273,29 +271,9 @@ def test_the_exact_search_dives_between_its_rounds_once_the_place_fits(
 # --- through plan() on a board file --------------------------------------------------------
 
 
-def one_pool_board(capacity: int, folder: Path) -> Board:
-    path = folder / "board.yaml"
-    memory = -(-capacity // 1024) * 1024
-    path.write_text(benchmark("planner").ONE_POOL_BOARD.format(memory=memory, capacity=capacity))
-    return load_board(path)
-
-
-def workload_of(blocks: list[Block]) -> Workload:
-    buffers = tuple(
-        Buffer(
-            name=f"b{i}",
-            kind="buffer",
-            size=b.size,
-            align=b.align,
-            first=b.first,
-            last=b.last,
-            scope="global",
-            users=(),
-        )
-        for i, b in enumerate(blocks)
-    )
-    steps = tuple(str(i) for i in range(max(b.last for b in blocks) + 1))
-    return Workload(name="strip", steps=steps, buffers=buffers)
+# The board and workload files a user writes for a strip, as the benchmark has them.
+one_pool_board = benchmark("planner").one_pool_board
+workload_of = benchmark("planner").workload_of
 
 
 @settings(max_examples=12, deadline=None)

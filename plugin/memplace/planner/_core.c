@@ -255,6 +255,17 @@ done:
  * The search counts nodes and stops at `node_limit`, or at the time limit.
  */
 
+/* `data`, an array of `cap` items of `item` bytes, grown if need be to hold `need` items
+ * (with as many again to spare): the array, perhaps moved, or NULL when out of memory
+ * (then `data` and `cap` are as they were). */
+static void *room(void *data, long *cap, long need, size_t item) {
+    if (need <= *cap) return data;
+    long grown = 2 * need + 256;
+    void *more = realloc(data, item * (size_t)grown);
+    if (more) *cap = grown;
+    return more;
+}
+
 typedef struct { i64 *where; i64 old; } undo;
 
 /* What a search changed, newest last, so that it can undo back to a mark. */
@@ -262,13 +273,9 @@ typedef struct { undo *entries; long len, cap; } undo_log;
 
 /* Sets *where to value and logs the old value; -1 (and nothing set) when out of memory. */
 static int log_set(undo_log *log, i64 *where, i64 value) {
-    if (log->len == log->cap) {
-        long cap = log->cap ? 2 * log->cap : 1024;
-        undo *more = realloc(log->entries, sizeof(undo) * (size_t)cap);
-        if (!more) return -1;
-        log->entries = more;
-        log->cap = cap;
-    }
+    undo *entries = room(log->entries, &log->cap, log->len + 1, sizeof *entries);
+    if (!entries) return -1;
+    log->entries = entries;
     log->entries[log->len].where = where;
     log->entries[log->len].old = *where;
     log->len++;
@@ -315,26 +322,18 @@ static void rollback(search *s, long mark) { log_rollback(&s->log, mark); }
 
 /* Room for `count` more ints on the arena stack; returns where they start, or -1. */
 static long ints_push(search *s, long count) {
-    if (s->ints_len + count > s->ints_cap) {
-        long cap = 2 * (s->ints_len + count) + 1024;
-        int *more = realloc(s->ints, sizeof(int) * (size_t)cap);
-        if (!more) { s->failed = 1; return -1; }
-        s->ints = more;
-        s->ints_cap = cap;
-    }
+    int *ints = room(s->ints, &s->ints_cap, s->ints_len + count, sizeof *ints);
+    if (!ints) { s->failed = 1; return -1; }
+    s->ints = ints;
     long at = s->ints_len;
     s->ints_len += count;
     return at;
 }
 
 static long cands_push(search *s, long count) {
-    if (s->cands_len + count > s->cands_cap) {
-        long cap = 2 * (s->cands_len + count) + 256;
-        cand *more = realloc(s->cands, sizeof(cand) * (size_t)cap);
-        if (!more) { s->failed = 1; return -1; }
-        s->cands = more;
-        s->cands_cap = cap;
-    }
+    cand *cands = room(s->cands, &s->cands_cap, s->cands_len + count, sizeof *cands);
+    if (!cands) { s->failed = 1; return -1; }
+    s->cands = cands;
     long at = s->cands_len;
     s->cands_len += count;
     return at;
@@ -739,13 +738,9 @@ static i64 sky_raise(const sky *s, int h0, int h1) {
 }
 
 static long sky_push(sky *s, long count) {
-    if (s->moves_len + count > s->moves_cap) {
-        long cap = 2 * (s->moves_len + count) + 256;
-        int *more = realloc(s->moves, sizeof(int) * (size_t)cap);
-        if (!more) { s->failed = 1; return -1; }
-        s->moves = more;
-        s->moves_cap = cap;
-    }
+    int *moves = room(s->moves, &s->moves_cap, s->moves_len + count, sizeof *moves);
+    if (!moves) { s->failed = 1; return -1; }
+    s->moves = moves;
     long at = s->moves_len;
     s->moves_len += count;
     return at;

@@ -279,7 +279,24 @@ def assign_python(
     return Assignment(tuple(place), tuple(offset), tuple(tried), tuple(starts_at))
 
 
-class _Search:
+class _Undo:
+    """The undo log both searches share (`undo_log` in `_core.c`): every change to their
+    state goes through `set`, and `rollback` undoes them back to a mark (a log length)."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[list[int], int, int]] = []
+
+    def set(self, values: list[int], index: int, value: int) -> None:
+        self.log.append((values, index, values[index]))
+        values[index] = value
+
+    def rollback(self, mark: int) -> None:
+        while len(self.log) > mark:
+            values, index, old = self.log.pop()
+            values[index] = old
+
+
+class _Search(_Undo):
     """The state of one decision search; `node` is one node of the search tree."""
 
     def __init__(
@@ -291,6 +308,7 @@ class _Search:
         seconds: float,
         seed: int = 0,
     ) -> None:
+        super().__init__()
         n = len(blocks)
         self.size = [b.size for b in blocks]
         self.align = [b.align for b in blocks]
@@ -321,22 +339,11 @@ class _Search:
         self.off = [-1] * n
         self.minoff = [0] * n
         self.sol = [0] * n
-        self.log: list[tuple[list[int], int, int]] = []
         self.target = target
         self.nodes = 0
         self.tries = 0
         self.node_limit = node_limit
         self.deadline = time.monotonic() + seconds
-
-    def set(self, values: list[int], index: int, value: int) -> None:
-        self.log.append((values, index, values[index]))
-        values[index] = value
-
-    def rollback(self, mark: int) -> None:
-        log = self.log
-        while len(log) > mark:
-            values, index, old = log.pop()
-            values[index] = old
 
     def place(self, c: int, x: int) -> bool:
         top = x + self.size[c]
@@ -487,12 +494,13 @@ def search_python(
 _CLOSED = 1 << 63
 
 
-class _Skyline:
+class _Skyline(_Undo):
     """The state of one skyline search (see `mp_skyline` in `_core.c`)."""
 
     def __init__(
         self, blocks: Sequence[Block], target: int, seed: int, node_limit: int, seconds: float
     ) -> None:
+        super().__init__()
         n = len(blocks)
         self.size = [b.size for b in blocks]
         self.align = [b.align for b in blocks]
@@ -509,22 +517,12 @@ class _Skyline:
         self.top = [_CLOSED if left == 0 else 0 for left in self.rem]
         self.off = [-1] * n
         self.sol = [0] * n
-        self.log: list[tuple[list[int], int, int]] = []
         self.target = target
         self.noisy = seed != 0
         self.rng = (_SEED_MIX ^ seed) & _MASK
         self.nodes = 0
         self.node_limit = node_limit
         self.deadline = time.monotonic() + seconds
-
-    def set(self, values: list[int], index: int, value: int) -> None:
-        self.log.append((values, index, values[index]))
-        values[index] = value
-
-    def rollback(self, mark: int) -> None:
-        while len(self.log) > mark:
-            values, index, old = self.log.pop()
-            values[index] = old
 
     def random(self) -> int:
         self.rng = _xorshift(self.rng)
