@@ -7,6 +7,7 @@ project's image. (`memplace serve` with a transport open: tests/test_project_api
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -143,3 +144,28 @@ def test_ending_memplace_check_ends_its_build(tmp_path: Path, ending: signal.Sig
         memplace.wait()
     assert started, "memplace never started a tool in the project"
     assert code == 128 + ending
+
+
+class _EndsWhenCollected:
+    """Sends memplace a termination signal from a finaliser, where Python prints and
+    drops the exception the signal handler raises."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_signal_whose_exception_is_swallowed_still_ends_memplace(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import memplace.cli as cli
+
+    listed = cli._boards
+
+    def boards(args: object) -> int:
+        _EndsWhenCollected()  # collected at once: its finaliser sends the signal
+        return listed(args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "_boards", boards)
+    assert main(["boards"]) == 128 + signal.SIGTERM
+    assert "memplace: ended by SIGTERM" in capsys.readouterr().err

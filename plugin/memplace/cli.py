@@ -47,13 +47,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = None
     previous = {sig: signal.signal(sig, _terminated) for sig in TERMINATING}
+    _ending.clear()
     try:
         args = parser.parse_args(argv)
         logging.basicConfig(
             level=logging.DEBUG if args.debug else logging.WARNING, format="%(name)s: %(message)s"
         )
         handler: Handler = args.handler
-        return handler(args)
+        code = handler(args)
+        if _ending:
+            # The signal's exception was raised where Python swallows it (a finaliser, a
+            # generator closed by the collector): the work went on, but memplace was ended.
+            raise Terminated(_ending[0])
+        return code
     except MemplaceError as exc:
         if args is not None and args.debug:
             raise
@@ -91,7 +97,12 @@ class Terminated(BaseException):
         self.signum = signum
 
 
+_ending: list[int] = []
+"""The termination signal that arrived, should its exception be lost on the way."""
+
+
 def _terminated(signum: int, frame: FrameType | None) -> None:
+    _ending.append(signum)
     raise Terminated(signum)
 
 
