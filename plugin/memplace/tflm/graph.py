@@ -37,6 +37,9 @@ ARENA_ALIGN = 16
 
 OFFLINE_METADATA = "OfflineMemoryAllocation"
 
+RESOURCE_BYTES = 4
+"""TFLite Micro sizes a RESOURCE tensor (a resource variable's id) as one `int32_t`."""
+
 
 def round_up(size: int, align: int = ARENA_ALIGN) -> int:
     return -(-size // align) * align
@@ -59,6 +62,7 @@ class Tensor:
     last: int
     subgraph: int = 0
     local: int = 0
+    channels: int = 0  # quantisation scales (with zero points) the runtime copies
 
     @property
     def in_arena(self) -> bool:
@@ -111,6 +115,8 @@ class Graph:
     scopes: tuple[str, ...]  # one name per scope: inputs, add_0, enter_sg1, sg1_mul_0, ...
     subgraphs: int
     main_ends: tuple[int, ...]  # subgraph 0's inputs and outputs
+    main_inputs: tuple[int, ...] = ()
+    main_outputs: tuple[int, ...] = ()
 
     @property
     def last_scope(self) -> int:
@@ -166,8 +172,9 @@ def _read(root: Any, source: str) -> Graph:
         for op in operators
     )
     main = subgraphs[0]
-    ends = [int(main.Inputs(k)) for k in range(main.InputsLength())]
-    ends += [int(main.Outputs(k)) for k in range(main.OutputsLength())]
+    inputs = tuple(int(main.Inputs(k)) for k in range(main.InputsLength()))
+    outputs = tuple(int(main.Outputs(k)) for k in range(main.OutputsLength()))
+    ends = [*inputs, *outputs]
     return Graph(
         source,
         tensors,
@@ -176,6 +183,8 @@ def _read(root: Any, source: str) -> Graph:
         tuple(walk.names),
         len(subgraphs),
         tuple(dict.fromkeys(ends)),
+        inputs,
+        outputs,
     )
 
 
@@ -333,6 +342,8 @@ def _tensor(
         )
     if dtype == "INT4":
         size = (prod(shape) + 1) // 2
+    elif dtype == "RESOURCE":
+        size = prod(shape) * RESOURCE_BYTES
     elif dtype in ELEMENT_BYTES:
         size = prod(shape) * ELEMENT_BYTES[dtype]
     elif constant or spec.IsVariable():
@@ -343,7 +354,13 @@ def _tensor(
         )
     first, last = walk.first.get(index, -1), walk.last.get(index, -1)
     variable = bool(spec.IsVariable())
-    return Tensor(index, name, dtype, shape, size, variable, constant, first, last, subgraph, local)
+    quantization = spec.Quantization()
+    channels = 0
+    if quantization is not None and quantization.ZeroPointLength() > 0:
+        channels = quantization.ScaleLength()
+    return Tensor(
+        index, name, dtype, shape, size, variable, constant, first, last, subgraph, local, channels
+    )
 
 
 def _offline(root: Any, source: str, tensors: int) -> tuple[int, ...] | None:
