@@ -34,7 +34,8 @@ from memplace.tflm.graph import ARENA_ALIGN, Graph, Tensor, read_graph, round_up
 from memplace.tflm.greedy import ONLINE, Request, conflicts, simulate
 from memplace.tflm.metadata import ModelLayoutError, with_offline_plan
 from memplace.tflm.scratch import KERNELS, Scratches, extension, scratches
-from memplace.tflm.target import Persistent, estimate_arena, estimate_persistent, from_host
+from memplace.tflm.allocator import UNKNOWN_MARGIN, need
+from memplace.tflm.target import Persistent, estimate_arena
 from memplace.workload import WorkloadBuilder
 
 __all__ = ["KERNELS", "TflmPlan", "check_out", "place_model", "summary", "write_model"]
@@ -85,13 +86,19 @@ class TflmPlan:
             "tflm_activations": self.tflm_activations,
             "persistent": self.persistent.bytes,
             "arena": self.arena,
-            "target": {"word_bits": 32, "estimated": True, "basis": self.persistent.basis},
+            "target": {
+                "word_bits": 32,
+                "estimated": bool(self.persistent.margin),
+                "basis": self.persistent.basis,
+                "margin": self.persistent.margin,
+            },
             "host": host,
             "layout": self.layout,
             "scratch": [
                 {"step": s.first, "bytes": s.bytes, "why": s.why} for s in self.scratch.buffers
             ],
             "unmodelled": list(self.scratch.unmodelled),
+            "unknown_data": list(self.persistent.unknown),
             "planned_tensors": sum(1 for offset in self.offsets if offset != ONLINE),
         }
 
@@ -125,14 +132,18 @@ def place_model(
         offsets, layout, result = chosen
         activations = simulate(_requests(graph, offsets) + scratch).used
         planned = _planned(data, graph, offsets)
-        persistent = estimate_persistent(graph, asked)
+        target = need(graph, asked, activations, kernels, ext)
+        margin = target.margin + UNKNOWN_MARGIN * len(asked.unmodelled)
+        basis = "from TFLite Micro's allocator rules"
+        if margin:
+            basis += f", with a margin of {margin} bytes for what memplace does not know"
+        persistent = Persistent(target.persistent, basis, target.unknown, margin)
         host, host_rule = None, None
         if measure and runtime.available():
             host = _measure(planned)
-            persistent = from_host(graph, host)
             reference = scratches(graph, "reference", ext)  # what the host build asks
             host_rule = estimate_arena(graph, reference, host.head, host.tail, word_bits=64)
-        arena = estimate_arena(graph, asked, activations, persistent.bytes)
+        arena = target.arena + UNKNOWN_MARGIN * len(asked.unmodelled)
         capacity = board.pools[name].size
         if arena > capacity:
             shortfalls[name] = arena - capacity
@@ -145,7 +156,7 @@ def place_model(
             ext,
             activations,
             usage.lower_bound,
-            usage.optimal and activations == usage.used,
+            usage.optimal and activations == usage.used and not margin,
             tflm.used,
             offsets,
             layout,
@@ -329,9 +340,9 @@ def summary(result: TflmPlan) -> str:
         f"activations {result.activations} bytes (lower bound {result.lower_bound}, "
         f"{'optimal' if result.optimal else 'not proven optimal'}); TFLite Micro's own "
         f"planner: {result.tflm_activations}",
-        f"persistent {result.persistent.bytes} bytes (32-bit target, estimated "
-        f"{result.persistent.basis})",
-        f"arena {result.arena} bytes: give this to the MicroInterpreter (32-bit target, estimated)",
+        f"persistent {result.persistent.bytes} bytes (32-bit target, {result.persistent.basis})",
+        f"arena {result.arena} bytes: give this to the MicroInterpreter (32-bit target"
+        + (f", {result.persistent.margin} bytes of it a margin)" if result.persistent.margin else ")"),
     ]
     if result.host is not None:
         lines.append(
@@ -346,6 +357,11 @@ def summary(result: TflmPlan) -> str:
         lines.append(
             "warning: these operators may ask for scratch memplace does not model: "
             + ", ".join(result.scratch.unmodelled)
+        )
+    if result.persistent.unknown:
+        lines.append(
+            "warning: these operators' kernels keep data memplace does not know: "
+            + ", ".join(result.persistent.unknown)
         )
     if result.layout != "memplace":
         lines.append("TFLite Micro's own layout needs less here; the model carries it")

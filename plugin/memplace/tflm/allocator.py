@@ -128,6 +128,52 @@ REFERENCE_PREPARE: dict[str, Keeps] = {
 }
 
 
+# CMSIS-NN's kernels keep the reference kernel's data and their own beside it.
+CMSIS_NN_INIT = REFERENCE_INIT | {
+    "CONV_2D": 60, "DEPTHWISE_CONV_2D": 60, "FULLY_CONNECTED": 72, "AVERAGE_POOL_2D": 36,
+    "MAX_POOL_2D": 36, "SOFTMAX": 64,
+}  # fmt: skip
+# CMSIS-NN kernels whose data memplace has not sized: named as unknown with that library.
+CMSIS_NN_UNSIZED = frozenset({
+    "ADD", "BATCH_MATMUL", "MAXIMUM", "MINIMUM", "MUL", "PAD", "SVDF", "TRANSPOSE",
+    "TRANSPOSE_CONV", "UNIDIRECTIONAL_SEQUENCE_LSTM",
+})  # fmt: skip
+
+
+def _cmsis_per_channel(dimension: int) -> Keeps:
+    plain = _per_channel(dimension)
+
+    def keeps(graph: Graph, op: Operator) -> list[int]:
+        if graph.tensors[op.inputs[0]].dtype not in ("INT8", "INT16"):
+            return []
+        return plain(graph, op)
+
+    return keeps
+
+
+def _cmsis_fully_connected(ext: str) -> Keeps:
+    def keeps(graph: Graph, op: Operator) -> list[int]:
+        kept = _fully_connected(graph, op)
+        data, weights = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        bias = graph.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+        constant = weights.constant and (bias is None or bias.constant)
+        if ext == "mve" and data.dtype == "INT8" and weights.dtype == "INT8" and constant:
+            kept.append(4 * weights.shape[0])  # kernel sums, kept in a speed build
+        return kept
+
+    return keeps
+
+
+def _prepare(kernels: str, ext: str) -> dict[str, Keeps]:
+    if kernels != "cmsis-nn":
+        return REFERENCE_PREPARE
+    return REFERENCE_PREPARE | {
+        "CONV_2D": _cmsis_per_channel(0),
+        "DEPTHWISE_CONV_2D": _cmsis_per_channel(3),
+        "FULLY_CONNECTED": _cmsis_fully_connected(ext),
+    }
+
+
 @dataclass(frozen=True)
 class Need:
     """What AllocateTensors() needs on a 32-bit target: the persistent part it leaves, the
@@ -153,10 +199,18 @@ class _Arena:
 
 
 def need(
-    graph: Graph, asked: Scratches, activations: int, resource_variables: int | None = None
+    graph: Graph,
+    asked: Scratches,
+    activations: int,
+    kernels: str = "reference",
+    ext: str = "none",
+    resource_variables: int | None = None,
 ) -> Need:
-    """Replay AllocateTensors() for `graph` with `activations` bytes in the planned part and
-    the scratch buffers `asked` (reference kernels' data)."""
+    """Replay AllocateTensors() for `graph` with `activations` bytes in the planned part,
+    the scratch buffers `asked` and the data of `kernels` on a core of extension `ext`."""
+    init = CMSIS_NN_INIT if kernels == "cmsis-nn" else REFERENCE_INIT
+    unsized = CMSIS_NN_UNSIZED if kernels == "cmsis-nn" else frozenset()
+    prepare = _prepare(kernels, ext)
     arena = _Arena()
     for size, align in (SINGLE_ARENA_ALLOCATOR, GREEDY_PLANNER, MICRO_ALLOCATOR):
         arena.keep(size, align)
@@ -180,9 +234,9 @@ def need(
     unknown: list[str] = []
     names = graph.step_names()
     for op in graph.operators:
-        if op.kind in REFERENCE_INIT:
-            arena.keep(REFERENCE_INIT[op.kind])
-        elif op.kind not in NO_DATA:
+        if op.kind in init and op.kind not in unsized:
+            arena.keep(init[op.kind])
+        elif op.kind not in NO_DATA or op.kind in unsized:
             unknown.append(names[op.first] if op.first >= 0 else op.label)
     requests = 0
     for op in graph.operators:
@@ -190,7 +244,7 @@ def need(
         for t in (*op.inputs, *op.outputs):
             if t >= 0:
                 head += _temp_tensor(graph, t)
-        for size in REFERENCE_PREPARE.get(op.kind, lambda g, o: [])(graph, op):
+        for size in prepare.get(op.kind, _nothing)(graph, op):
             arena.keep(size)
         arena.fits(head)
         requests += sum(1 for s in asked.buffers if s.op == op.index)
@@ -216,6 +270,10 @@ def need(
     arena.fits(activations)
     margin = UNKNOWN_MARGIN * len(unknown)
     return Need(arena.tail, round_up(arena.smallest + margin), tuple(unknown), margin)
+
+
+def _nothing(graph: Graph, op: Operator) -> list[int]:
+    return []
 
 
 def _temp_tensor(graph: Graph, index: int) -> int:

@@ -91,6 +91,7 @@ class Operator:
     first: int = -1
     last: int = -1
     calls: tuple[int, ...] = ()
+    custom: bytes = b""  # a custom operator's options (a flexbuffer)
 
     @property
     def scope(self) -> int:
@@ -230,6 +231,7 @@ def _operator(
         table = getattr(tflite, table_name)()
         table.Init(options.Bytes, options.Pos)
         calls = tuple(int(getattr(table, name)()) for name in fields)
+    custom = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() > 0 else b""
     return Operator(
         index,
         kind,
@@ -239,6 +241,7 @@ def _operator(
         subgraph,
         local,
         calls=calls,
+        custom=custom,
     )
 
 

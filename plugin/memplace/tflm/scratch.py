@@ -11,14 +11,17 @@ TFLite Micro kernels that call them, as built with GCC and the default
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 from typing import Any
 
 import tflite
+from flatbuffers import flexbuffers
 
 from memplace.errors import InputError
+from memplace.importers.tflite import ELEMENT_BYTES
 from memplace.tflm.graph import Graph, Operator, Tensor
 
 KERNELS = ("reference", "cmsis-nn")
@@ -35,6 +38,16 @@ _UNMODELLED = {
         "BATCH_MATMUL", "TRANSPOSE_CONV", "UNIDIRECTIONAL_SEQUENCE_LSTM",
     },
 }  # fmt: skip
+
+
+# The signal library's custom operators that ask for no scratch (SignalRfft's is modelled).
+SIGNAL_NO_SCRATCH = frozenset({
+    "SignalDelay", "SignalEnergy", "SignalFftAutoScale", "SignalFilterBank",
+    "SignalFilterBankLog", "SignalFilterBankSpectralSubtraction",
+    "SignalFilterBankSquareRoot", "SignalFramer", "SignalIrfft", "SignalOverlapAdd",
+    "SignalPCAN", "SignalStacker", "SignalWindow",
+})  # fmt: skip
+_BUILTINS = frozenset(k for k in vars(tflite.BuiltinOperator) if not k.startswith("_"))
 
 
 @dataclass(frozen=True)
@@ -83,7 +96,9 @@ def scratches(graph: Graph, kernels: str, ext: str) -> Scratches:
             buffers += [
                 Scratch(op.index, size, why, op.first, op.last) for size, why in asks if size > 0
             ]
-        elif op.kind in _UNMODELLED[kernels]:
+        elif op.kind in _UNMODELLED[kernels] or (
+            op.kind not in _BUILTINS and op.kind not in SIGNAL_NO_SCRATCH
+        ):
             unmodelled.append(names[op.first] if op.first >= 0 else op.label)
     return Scratches(tuple(buffers), tuple(unmodelled))
 
@@ -157,7 +172,26 @@ def _transpose_conv(graph: Graph, op: Operator, ext: str) -> list[tuple[int, str
     return []
 
 
+def _signal_rfft(graph: Graph, op: Operator, ext: str) -> list[tuple[int, str]]:
+    """The signal library's SignalRfft: fft_length elements of its input's type."""
+    data = _t(graph, op, 0)
+    length = int(_custom(op).get("fft_length", 0))
+    return [(length * ELEMENT_BYTES.get(data.dtype, 4), "rfft work area")]
+
+
+def _custom(op: Operator) -> dict[str, Any]:
+    """A custom operator's options: a flexbuffer map."""
+    try:
+        found = flexbuffers.Loads(op.custom) if op.custom else {}
+    except (IndexError, ValueError, TypeError, struct.error) as exc:
+        raise InputError(f"{op.label} has damaged custom options: {exc}") from exc
+    if not isinstance(found, dict):
+        raise InputError(f"{op.label} has custom options that are not a map")
+    return found
+
+
 _REFERENCE: dict[str, Rule] = {
+    "SignalRfft": _signal_rfft,
     "CONV_2D": _int4_filter,
     "DEPTHWISE_CONV_2D": _int4_filter,
     "FULLY_CONNECTED": _int4_filter,
@@ -283,6 +317,7 @@ def _cmsis_average_pool(graph: Graph, op: Operator, ext: str) -> list[tuple[int,
 
 
 _CMSIS_NN: dict[str, Rule] = {
+    "SignalRfft": _signal_rfft,
     "CONV_2D": _cmsis_conv,
     "DEPTHWISE_CONV_2D": _cmsis_depthwise,
     "FULLY_CONNECTED": _cmsis_fully_connected,

@@ -40,8 +40,14 @@ _PER_CHANNEL = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECT
 
 @dataclass(frozen=True)
 class Persistent:
+    """The persistent part on the target, how it was found, the operators whose kernels
+    keep data memplace does not know, and the margin the arena carries for what it does
+    not know (those kernels' data, unmodelled scratch)."""
+
     bytes: int
     basis: str
+    unknown: tuple[str, ...] = ()
+    margin: int = 0
 
 
 def from_host(graph: Graph, host: Measured) -> Persistent:
