@@ -30,11 +30,11 @@ from memplace.errors import InputError, MemplaceError, PlanningError
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.planner.model import Plan
 from memplace.tflm import runtime
+from memplace.tflm.allocator import UNKNOWN_MARGIN, need
 from memplace.tflm.graph import ARENA_ALIGN, Graph, Tensor, read_graph, round_up
 from memplace.tflm.greedy import ONLINE, Request, conflicts, simulate
 from memplace.tflm.metadata import ModelLayoutError, with_offline_plan
 from memplace.tflm.scratch import KERNELS, Scratches, extension, scratches
-from memplace.tflm.allocator import UNKNOWN_MARGIN, need
 from memplace.tflm.target import Persistent, estimate_arena
 from memplace.workload import WorkloadBuilder
 
@@ -334,6 +334,7 @@ def _measure(planned: bytes) -> runtime.Measured:
 
 def summary(result: TflmPlan) -> str:
     """The result for people: the arena to give the interpreter, and where it comes from."""
+    margin = result.persistent.margin
     lines = [
         f"model {result.model}: arena in pool {result.pool}, {result.kernels} kernels "
         f"(core extension: {result.extension})",
@@ -342,7 +343,7 @@ def summary(result: TflmPlan) -> str:
         f"planner: {result.tflm_activations}",
         f"persistent {result.persistent.bytes} bytes (32-bit target, {result.persistent.basis})",
         f"arena {result.arena} bytes: give this to the MicroInterpreter (32-bit target"
-        + (f", {result.persistent.margin} bytes of it a margin)" if result.persistent.margin else ")"),
+        + (f", {margin} bytes of it a margin)" if margin else ")"),
     ]
     if result.host is not None:
         lines.append(

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import tflite
+
 from memplace.tflm.graph import ARENA_ALIGN, Graph, Operator, round_up
 from memplace.tflm.scratch import Scratches
 
@@ -214,8 +216,8 @@ def need(
     arena = _Arena()
     for size, align in (SINGLE_ARENA_ALLOCATOR, GREEDY_PLANNER, MICRO_ALLOCATOR):
         arena.keep(size, align)
-    handles = sum(1 for op in graph.operators if op.kind == "VAR_HANDLE")
-    variables = handles if resource_variables is None else resource_variables
+    names = resource_names(graph)
+    variables = len(set(names.values())) if resource_variables is None else resource_variables
     if variables:  # MicroResourceVariables::Create, on the same allocator
         arena.keep(RESOURCE_VARIABLES)
         arena.keep(RESOURCE_VARIABLE * variables)
@@ -232,13 +234,14 @@ def need(
         if op.kind in PARAMS:
             arena.keep(*PARAMS[op.kind])
     unknown: list[str] = []
-    names = graph.step_names()
+    steps = graph.step_names()
     for op in graph.operators:
         if op.kind in init and op.kind not in unsized:
             arena.keep(init[op.kind])
         elif op.kind not in NO_DATA or op.kind in unsized:
-            unknown.append(names[op.first] if op.first >= 0 else op.label)
+            unknown.append(steps[op.first] if op.first >= 0 else op.label)
     requests = 0
+    assigned: set[str] = set()
     for op in graph.operators:
         head = SCRATCH_REQUEST * (requests + MAX_SCRATCH_PER_OP)
         for t in (*op.inputs, *op.outputs):
@@ -246,6 +249,10 @@ def need(
                 head += _temp_tensor(graph, t)
         for size in prepare.get(op.kind, _nothing)(graph, op):
             arena.keep(size)
+        if op.kind == "ASSIGN_VARIABLE" and names.get(op.inputs[0]) not in (None, *assigned):
+            # The first assignment of a resource variable gives it its buffer.
+            assigned.add(names[op.inputs[0]])
+            arena.keep(graph.tensors[op.inputs[1]].bytes)
         arena.fits(head)
         requests += sum(1 for s in asked.buffers if s.op == op.index)
     if requests:
@@ -270,6 +277,19 @@ def need(
     arena.fits(activations)
     margin = UNKNOWN_MARGIN * len(unknown)
     return Need(arena.tail, round_up(arena.smallest + margin), tuple(unknown), margin)
+
+
+def resource_names(graph: Graph) -> dict[int, str]:
+    """The resource variable each VAR_HANDLE's output names: its shared name (TFLite
+    Micro's Python runtime counts variables by shared name)."""
+    names = {}
+    for op in graph.operators:
+        if op.kind == "VAR_HANDLE" and op.outputs and op.options is not None:
+            options = tflite.VarHandleOptions()
+            options.Init(op.options.Bytes, op.options.Pos)
+            shared = (options.SharedName() or b"").decode("utf-8", "replace")
+            names[op.outputs[0]] = shared
+    return names
 
 
 def _nothing(graph: Graph, op: Operator) -> list[int]:

@@ -63,11 +63,13 @@ class Tensor:
     subgraph: int = 0
     local: int = 0
     channels: int = 0  # quantisation scales (with zero points) the runtime copies
+    held: bool = False  # a kernel points it at its own data (VAR_HANDLE's resource id)
 
     @property
     def in_arena(self) -> bool:
-        """Whether the runtime's planner places it (it has no data, keeps no state)."""
-        return not self.constant and not self.variable and self.bytes > 0
+        """Whether the runtime's planner places it (it has no data, keeps no state, and no
+        kernel gave it data while preparing)."""
+        return not self.constant and not self.variable and not self.held and self.bytes > 0
 
     @property
     def arena_bytes(self) -> int:
@@ -163,10 +165,16 @@ def _read(root: Any, source: str) -> Graph:
     walk = _Walk(subgraphs, bases, operators, source)
     walk.subgraph(0, ())
     types = _enum_names(tflite.TensorType)
+    # VAR_HANDLE's kernel points its output at the resource id in its own data while
+    # preparing, so the runtime's planner leaves that tensor out.
+    held = {t for op in operators if op.kind == "VAR_HANDLE" for t in op.outputs if t >= 0}
     tensors = tuple(
-        _tensor(root, sub.Tensors(i), bases[k] + i, types, walk, source, k, i)
-        for k, sub in enumerate(subgraphs)
-        for i in range(sub.TensorsLength())
+        replace(tensor, held=tensor.index in held)
+        for tensor in (
+            _tensor(root, sub.Tensors(i), bases[k] + i, types, walk, source, k, i)
+            for k, sub in enumerate(subgraphs)
+            for i in range(sub.TensorsLength())
+        )
     )
     ran = tuple(
         replace(op, first=walk.op_first.get(op.index, -1), last=walk.op_last.get(op.index, -1))
