@@ -49,13 +49,15 @@ class T:
 @dataclass
 class Op:
     """An operator; `calls` names the subgraphs of IF (then, else), WHILE (cond, body) or
-    CALL_ONCE (init); `pool` a pooling's window and stride."""
+    CALL_ONCE (init); `pool` a pooling's window and stride; `shared` a VAR_HANDLE's
+    resource variable."""
 
     code: int
     inputs: Sequence[int]
     outputs: Sequence[int]
     calls: Sequence[int] = ()
     pool: int = 0
+    shared: str = ""
 
 
 @dataclass
@@ -157,6 +159,12 @@ def build(subgraphs: Sequence[Sub]) -> bytes:
                 ):
                     add(b, op.pool)
                 options = tflite.Pool2DOptionsEnd(b)
+            elif op.shared:
+                kind = tflite.BuiltinOptions.VarHandleOptions
+                shared = b.CreateString(op.shared)
+                tflite.VarHandleOptionsStart(b)
+                tflite.VarHandleOptionsAddSharedName(b, shared)
+                options = tflite.VarHandleOptionsEnd(b)
             inputs, outputs = ints(op.inputs), ints(op.outputs)
             tflite.OperatorStart(b)
             tflite.OperatorAddOpcodeIndex(b, codes.index(op.code))

@@ -260,10 +260,10 @@ def need(
     head = SCRATCH_REQUEST * (requests + MAX_SCRATCH_PER_OP)
     head += SUBGRAPH_OFFSET * graph.subgraphs
     head += ALLOCATION_INFO * (len(graph.tensors) + requests)
-    for t in graph.tensors:
-        if t.variable:
-            arena.keep(t.bytes)
-    planned = sum(1 for t in graph.tensors if t.in_arena) + requests
+    for tensor in graph.tensors:
+        if tensor.variable:
+            arena.keep(tensor.bytes)
+    planned = sum(1 for tensor in graph.tensors if tensor.in_arena) + requests
     arena.fits(round_up(head) + PLANNER_PER_BUFFER * planned + (-arena.tail) % ARENA_ALIGN)
     arena.fits(activations)
     main_ends = _main_ends(graph)
