@@ -111,7 +111,10 @@ def _probe(path: Path) -> dict[str, object]:
     from tflite_micro import runtime
 
     data = path.read_bytes()
-    interpreter = runtime.Interpreter.from_bytes(data, arena_size=len(data) * 10 + (1 << 22))
+    # A whole number of pages: the allocator aligns the arena's start only, so an arena
+    # whose end is not aligned would move the persistent part's padding.
+    size = -(-(len(data) * 10 + (1 << 22)) // 4096) * 4096
+    interpreter = runtime.Interpreter.from_bytes(data, arena_size=size)
     sys.stdout.flush()
     read, write = os.pipe()
     saved = os.dup(2)
