@@ -28,7 +28,6 @@ from typing import Any
 from memplace.board import Board
 from memplace.errors import InputError, MemplaceError, PlanningError
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
-from memplace.planner.model import Plan
 from memplace.tflm import runtime
 from memplace.tflm.allocator import UNKNOWN_MARGIN, need
 from memplace.tflm.graph import ARENA_ALIGN, Graph, Tensor, read_graph, round_up
@@ -61,6 +60,7 @@ class TflmPlan:
     host: runtime.Measured | None
     host_rule: int | None  # the arena rule with the host's word size, to check it there
     planned: bytes
+    npu: bool = False  # the model has Ethos-U operators (the host runtime cannot run it)
 
     def to_json(self) -> dict[str, Any]:
         host = None
@@ -123,13 +123,18 @@ def place_model(
     scratch = _scratch_requests(graph, asked)
     own = [_request(graph, t, graph.offline[t] if graph.offline else ONLINE) for t in _arena(graph)]
     tflm = simulate(own + scratch)
+    pinned = _vela_pinned(graph)
     shortfalls: dict[str, int] = {}
     for name in _pools(board, pool):
-        chosen = _try_pool(board, graph, asked, scratch, tflm.offsets[: len(own)], name, time_limit)
+        chosen = (
+            _vela_layout(graph, scratch, pinned)
+            if pinned
+            else _try_pool(board, graph, scratch, tflm.offsets[: len(own)], name, time_limit)
+        )
         if chosen is None:
             shortfalls[name] = -1
             continue
-        offsets, layout, result = chosen
+        offsets, layout, lower_bound, proven = chosen
         activations = simulate(_requests(graph, offsets) + scratch).used
         planned = _planned(data, graph, offsets)
         target = need(graph, asked, activations, kernels, ext)
@@ -139,7 +144,7 @@ def place_model(
             basis += f", with a margin of {margin} bytes for what memplace does not know"
         persistent = Persistent(target.persistent, basis, target.unknown, margin)
         host, host_rule = None, None
-        if measure and runtime.available():
+        if measure and runtime.available() and not _has_npu(graph):
             host = _measure(planned)
             reference = scratches(graph, "reference", ext)  # what the host build asks
             host_rule = estimate_arena(graph, reference, host.head, host.tail, word_bits=64)
@@ -148,15 +153,14 @@ def place_model(
         if arena > capacity:
             shortfalls[name] = arena - capacity
             continue
-        usage = result.pool(name)
         return TflmPlan(
             str(model),
             name,
             kernels,
             ext,
             activations,
-            usage.lower_bound,
-            usage.optimal and activations == usage.used and not margin,
+            lower_bound,
+            proven and activations == lower_bound and not margin,
             tflm.used,
             offsets,
             layout,
@@ -166,6 +170,7 @@ def place_model(
             host,
             host_rule,
             planned,
+            _has_npu(graph),
         )
     lacks = ", ".join(
         f"{name} lacks {lack} bytes" if lack >= 0 else f"{name} cannot hold the activations"
@@ -243,12 +248,11 @@ def _scratch_requests(graph: Graph, asked: Scratches) -> list[Request]:
 def _try_pool(
     board: Board,
     graph: Graph,
-    asked: Scratches,
     scratch: list[Request],
     own: tuple[int, ...],
     pool: str,
     time_limit: float,
-) -> tuple[tuple[int, ...], str, Plan] | None:
+) -> tuple[tuple[int, ...], str, int, bool] | None:
     """memplace's offsets in `pool`, or the runtime's own where those need less."""
     builder = WorkloadBuilder("tflm", graph.step_names(), source=graph.source)
     placed = [t for t in _arena(graph) if graph.tensors[t].first >= 0]
@@ -275,7 +279,50 @@ def _try_pool(
     candidates.append((_spare_variables(graph, theirs), "tflite-micro"))
     offsets, layout = min(candidates, key=lambda c: simulate(_requests(graph, c[0]) + scratch).used)
     _check(graph, offsets, scratch)
-    return offsets, layout, result
+    usage = result.pool(pool)
+    optimal = usage.optimal and simulate(_requests(graph, offsets) + scratch).used == usage.used
+    return offsets, layout, usage.lower_bound, optimal
+
+
+ETHOS_U = "ethos-u"
+"""The custom operator of a model Vela compiled for an Arm Ethos-U NPU."""
+
+
+def _has_npu(graph: Graph) -> bool:
+    """Whether the model runs on an Ethos-U NPU: the host runtime has no such kernel."""
+    return any(op.kind == ETHOS_U for op in graph.operators)
+
+
+def _vela_pinned(graph: Graph) -> frozenset[int]:
+    """The tensors of Vela's `ethos-u` operators that Vela laid out in the arena (its
+    offline plan): the NPU's command stream addresses them there, so they keep their
+    offsets; Vela lets them share bytes (the scratch area holds the operator's input and
+    output), which the runtime allows for offline offsets."""
+    if graph.offline is None:
+        return frozenset()
+    return frozenset(
+        t
+        for op in graph.operators
+        if op.kind == ETHOS_U
+        for t in (*op.inputs, *op.outputs)
+        if t >= 0 and graph.offline[t] != ONLINE and graph.tensors[t].in_arena
+    )
+
+
+def _vela_layout(
+    graph: Graph, scratch: list[Request], pinned: frozenset[int]
+) -> tuple[tuple[int, ...], str, int, bool]:
+    """Vela's offsets for the NPU's tensors; every other tensor as Vela placed it, or left
+    to the runtime's planner around them, whichever needs less."""
+    assert graph.offline is not None
+    as_laid = graph.offline
+    around = tuple(o if t in pinned else ONLINE for t, o in enumerate(graph.offline))
+    offsets = min(
+        (_spare_variables(graph, list(as_laid)), _spare_variables(graph, list(around))),
+        key=lambda c: simulate(_requests(graph, c) + scratch).used,
+    )
+    _check(graph, offsets, scratch, pinned)
+    return offsets, "vela", simulate(_requests(graph, offsets) + scratch).used, False
 
 
 def _variable_slots(graph: Graph) -> dict[int, Tensor]:
@@ -296,11 +343,18 @@ def _spare_variables(graph: Graph, offsets: list[int]) -> tuple[int, ...]:
     return tuple(spared)
 
 
-def _check(graph: Graph, offsets: tuple[int, ...], scratch: list[Request]) -> None:
-    """The offsets hold under the runtime's rules, with the scratch where it will put it."""
+def _check(
+    graph: Graph,
+    offsets: tuple[int, ...],
+    scratch: list[Request],
+    shared: frozenset[int] = frozenset(),
+) -> None:
+    """The offsets hold under the runtime's rules, with the scratch where it will put it;
+    tensors in `shared` (Vela's) may share bytes with each other, as Vela laid them."""
     requests = _requests(graph, offsets) + scratch
     layout = simulate(requests)
-    problems = conflicts(requests, layout.offsets, ARENA_ALIGN)
+    names = {f"tensor {t}" for t in shared}
+    problems = conflicts(requests, layout.offsets, ARENA_ALIGN, names)
     problems += [
         f"offset {offsets[slot]} at index {slot} would leave variable tensor {t.index} "
         f"({t.name}) without memory: the runtime reads that index for it"
@@ -345,6 +399,8 @@ def summary(result: TflmPlan) -> str:
         f"arena {result.arena} bytes: give this to the MicroInterpreter (32-bit target"
         + (f", {margin} bytes of it a margin)" if margin else ")"),
     ]
+    if result.host is None and result.npu:
+        lines.append("host runtime: not run (it has no ethos-u kernel)")
     if result.host is not None:
         lines.append(
             f"host runtime (tflite-micro {result.host.version}, 64-bit, reference kernels, "
@@ -364,6 +420,11 @@ def summary(result: TflmPlan) -> str:
             "warning: these operators' kernels keep data memplace does not know: "
             + ", ".join(result.persistent.unknown)
         )
-    if result.layout != "memplace":
+    if result.layout == "vela":
+        lines.append(
+            "Vela's layout of the ethos-u operators' tensors is kept (the NPU's command "
+            "stream addresses them); the model carries it"
+        )
+    elif result.layout != "memplace":
         lines.append("TFLite Micro's own layout needs less here; the model carries it")
     return "\n".join(lines)

@@ -82,6 +82,7 @@ REFERENCE_INIT: dict[str, int] = {
     "SQUARE": 28, "SQUARED_DIFFERENCE": 112, "STRIDED_SLICE": 84, "SUB": 52, "SUM": 44,
     "SVDF": 36, "TANH": 16, "TRANSPOSE_CONV": 72, "UNIDIRECTIONAL_SEQUENCE_LSTM": 688,
     "VAR_HANDLE": 4, "WHILE": 8,
+    "ethos-u": 12,  # kernels/ethos_u: the command stream's size and two scratch indices
 }  # fmt: skip
 
 # Operators whose kernels keep no data of their own.

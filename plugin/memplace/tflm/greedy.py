@@ -10,6 +10,7 @@ it would use, so memplace knows, before a model runs, what the runtime will do w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 ONLINE = -1
@@ -76,9 +77,15 @@ def _gap(
     return candidate
 
 
-def conflicts(requests: Sequence[Request], offsets: Sequence[int], align: int) -> list[str]:
+def conflicts(
+    requests: Sequence[Request],
+    offsets: Sequence[int],
+    align: int,
+    shared: AbstractSet[str] = frozenset(),
+) -> list[str]:
     """Every way `offsets` break the runtime's rules: a negative or unaligned offset, or
-    two buffers live in the same scope whose bytes overlap. Empty when the plan holds."""
+    two buffers live in the same scope whose bytes overlap (unless both are named in
+    `shared`, whose owner lets them share). Empty when the plan holds."""
     problems = []
     for request, offset in zip(requests, offsets, strict=True):
         if offset < 0 or offset % align:
@@ -89,7 +96,8 @@ def conflicts(requests: Sequence[Request], offsets: Sequence[int], align: int) -
         for j in order[k + 1 :]:
             if offsets[j] >= end:
                 break
-            if _live_together(requests[i], requests[j]):
+            both = requests[i].name in shared and requests[j].name in shared
+            if _live_together(requests[i], requests[j]) and not both:
                 problems.append(
                     f"{requests[i].name} [{offsets[i]}, {end}) and {requests[j].name} "
                     f"[{offsets[j]}, {offsets[j] + requests[j].size}) are live together "

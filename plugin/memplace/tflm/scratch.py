@@ -190,8 +190,16 @@ def _custom(op: Operator) -> dict[str, Any]:
     return found
 
 
+def _ethos_u(graph: Graph, op: Operator, ext: str) -> list[tuple[int, str]]:
+    """TFLite Micro's ethos-u kernel: a base address (uint64) and a size (size_t, 4 bytes
+    on the target) per input and output of the operator, for the NPU driver."""
+    count = len(op.inputs) + len(op.outputs)
+    return [(count * 8, "npu base addresses"), (count * 4, "npu base address sizes")]
+
+
 _REFERENCE: dict[str, Rule] = {
     "SignalRfft": _signal_rfft,
+    "ethos-u": _ethos_u,
     "CONV_2D": _int4_filter,
     "DEPTHWISE_CONV_2D": _int4_filter,
     "FULLY_CONNECTED": _int4_filter,
@@ -318,6 +326,7 @@ def _cmsis_average_pool(graph: Graph, op: Operator, ext: str) -> list[tuple[int,
 
 _CMSIS_NN: dict[str, Rule] = {
     "SignalRfft": _signal_rfft,
+    "ethos-u": _ethos_u,
     "CONV_2D": _cmsis_conv,
     "DEPTHWISE_CONV_2D": _cmsis_depthwise,
     "FULLY_CONNECTED": _cmsis_fully_connected,
