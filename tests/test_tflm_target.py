@@ -101,8 +101,18 @@ def test_the_printed_arena_is_enough_on_the_target(
         assert result["arena"] >= smallest - int(row["planned_head"]) + result["activations"]
         return
     assert not target["estimated"]
-    # The measurement was made with memplace's plan of the same commit: same planned part.
-    assert result["activations"] == int(row["planned_head"])
+    measured_head = int(row["planned_head"])
+    if result["activations"] != measured_head:
+        # memplace's plan of audio_preprocessor_int8 changed since the measurement: it now
+        # plans the signal library's scratch in (3,040 bytes, not the 3,120 the runtime
+        # used). The smallest arena depends on the planned part, so the check moves the
+        # figure by the difference (for this model the arena is planned part + tail).
+        assert row["model"] == "audio_preprocessor_int8"
+        assert result["activations"] < measured_head
+        assert result["arena"] == result["activations"] + result["persistent"] + 0 * SLACK
+        shifted = result["arena"] + measured_head - result["activations"]
+        assert smallest <= shifted <= smallest + SLACK
+        return
     assert smallest <= result["arena"] <= smallest + SLACK
 
 
@@ -111,8 +121,10 @@ def test_the_signal_librarys_scratch_is_planned(
 ) -> None:
     result = printed[("audio_preprocessor_int8", "reference")]
     assert {"step": 4, "bytes": 1024, "why": "rfft work area"} in result["scratch"]
-    # Its other kernels keep state memplace does not size: named, never "optimal".
-    assert "signalrfft_3" in result["unknown_data"] and not result["optimal"]
+    # The signal kernels' own data (the FFT's state, the filter bank's work area, ...) is
+    # known too: no margin, and the persistent part is the one measured on the target.
+    assert result["unknown_data"] == [] and result["target"]["margin"] == 0
+    assert result["persistent"] == 5408
 
 
 def test_the_vww_arena_against_tflite_micros_own_plan(
@@ -138,3 +150,37 @@ def test_generate_writes_the_arena_memplace_tflm_prints(tmp_path: Path) -> None:
     assert int(found.group(1)) == printed["arena"]
     smallest = {(r["model"], r["kernels"]): r for r in ROWS}[("kws_ref_model", "reference")]
     assert int(smallest["planned_smallest_arena"]) <= printed["arena"]
+
+
+def test_a_kernel_memplace_does_not_know_is_named_everywhere_with_a_margin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A custom operator memplace has no rules for: its data and scratch are unknown, so
+    every output names it, the arena carries a stated margin, nothing is "optimal"."""
+    import tflite
+
+    from test_import_tflite import CUSTOM, Op, T, build_tflite
+
+    tensors = [T(f"t{k}", [1, 40], tflite.TensorType.FLOAT32) for k in range(2)]
+    model = tmp_path / "custom.tflite"
+    model.write_bytes(build_tflite(tensors, [Op(CUSTOM, [0], [1], custom="MyFilter")], [0], [1]))
+    argv = ["tflm", str(model), "--board", BOARD, "--out", str(tmp_path / "p.tflite")]
+    result = _json([*argv, "--json", "--time-limit", "2"])
+    assert result["unknown_data"] == ["myfilter_0"] and result["unmodelled"] == ["myfilter_0"]
+    target = result["target"]
+    assert target["margin"] == 1024 and target["estimated"] and not result["optimal"]
+    assert "with a margin of 1024 bytes for what memplace does not know" in target["basis"]
+    assert result["arena"] >= result["activations"] + result["persistent"] + 1024
+    assert main([*argv, "--time-limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "host runtime: not run (it has no kernel for MyFilter)" in out
+    assert "1024 bytes of it a margin" in out and "not proven optimal" in out
+    assert "warning: these operators' kernels keep data memplace does not know: myfilter_0" in out
+    assert "warning: these operators may ask for scratch memplace does not model: myfilter_0" in out
+    project = tmp_path / "project"
+    assert main(["generate", BOARD, str(model), "--out", str(project)]) == 0
+    header = (project / "memplace/include/custom_memplace.h").read_text()
+    assert (
+        "Warning: 1024 bytes of it are a margin for what memplace does not know of these " in header
+    )
+    assert re.search(r"TFLM_ARENA_SIZE (\d+)u", header) is not None

@@ -74,5 +74,5 @@ def test_the_text_says_the_host_runtime_was_not_run(
     argv = ["tflm", str(model), "--board", BOARD, "--out", str(tmp_path / "p.tflite")]
     assert main([*argv, "--time-limit", TIME_LIMIT]) == 0
     out = capsys.readouterr().out
-    assert "host runtime: not run (it has no ethos-u kernel)" in out
+    assert "host runtime: not run (it has no kernel for ethos-u)" in out
     assert "Vela's layout of the ethos-u operators' tensors is kept" in out

@@ -189,23 +189,25 @@ def image_bytes(board: Board, memory: str, core: str, image: Image) -> int:
     return max(end for _, end in inside) - min(start for start, _ in inside)
 
 
-def tflm_arena(board: Board, workload: Workload, result: Plan) -> tuple[str, int] | None:
+def tflm_arena(board: Board, workload: Workload, result: Plan) -> tuple[str, int, str] | None:
     """A TFLite model's TensorFlow Lite Micro arena, in the one pool that holds its
-    activations (None for other workloads, or when that pool cannot hold the arena)."""
+    activations, the figure `memplace tflm --pool` prints, and a warning when part of it
+    is a margin for what memplace does not know (None for other workloads, or when that
+    pool cannot hold the arena)."""
     source = Path(workload.source)
     if source.suffix.lower() != ".tflite" or not source.is_file():
         return None
     pools = {p.pool for p in result.placements if p.kind == "buffer" and p.pool}
     if len(pools) != 1:
         return None
-    from memplace.tflm import place_model  # the model readers load only when used
+    from memplace.tflm import margin_note, place_model  # the model readers load when used
 
     (pool,) = pools
     try:
         arena = place_model(board, source, pool, measure=False, time_limit=TFLM_TIME_LIMIT)
     except PlanningError:
         return None
-    return pool, arena.arena
+    return pool, arena.arena, margin_note(arena)
 
 
 def run(folder: Path, timeout: float = DEFAULT_TIMEOUT) -> RunLog:

@@ -69,7 +69,7 @@ class RenderOptions:
     pool_storage: str = "generated"
     # A TFLite workload's TensorFlow Lite Micro arena: (pool, bytes). The pool's storage
     # grows to hold it, and the header names it for the application's MicroInterpreter.
-    tflm_arena: tuple[str, int] | None = None
+    tflm_arena: tuple[str, int, str] | None = None  # pool, bytes, a warning or ""
     # The workload file's `stack_hints:`, kept in the project beside the board's.
     workload_hints: tuple[StackHints, ...] = ()
     # A TVM model (Model Library Format) whose C code the project compiles (codegen.tvm),
@@ -257,8 +257,8 @@ def _pool(board: Board, plan: Plan, usage: PoolUsage, options: RenderOptions) ->
 def _tflm_arena(plan: Plan, options: RenderOptions) -> dict[str, Any] | None:
     if options.tflm_arena is None:
         return None
-    pool, size = options.tflm_arena
-    return {"pool": pool, "size": size, "symbol": pool_symbol(plan.workload, pool)}
+    pool, size, note = options.tflm_arena
+    return {"pool": pool, "size": size, "symbol": pool_symbol(plan.workload, pool), "note": note}
 
 
 def _reserved(board: Board, plan: Plan) -> dict[str, int]:

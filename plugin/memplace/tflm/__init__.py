@@ -33,11 +33,19 @@ from memplace.tflm.allocator import UNKNOWN_MARGIN, need
 from memplace.tflm.graph import ARENA_ALIGN, Graph, Tensor, read_graph, round_up
 from memplace.tflm.greedy import ONLINE, Request, conflicts, simulate
 from memplace.tflm.metadata import ModelLayoutError, with_offline_plan
-from memplace.tflm.scratch import KERNELS, Scratches, extension, scratches
+from memplace.tflm.scratch import KERNELS, Scratches, extension, known_kernel, scratches
 from memplace.tflm.target import Persistent, estimate_arena
 from memplace.workload import WorkloadBuilder
 
-__all__ = ["KERNELS", "TflmPlan", "check_out", "place_model", "summary", "write_model"]
+__all__ = [
+    "KERNELS",
+    "TflmPlan",
+    "check_out",
+    "margin_note",
+    "place_model",
+    "summary",
+    "write_model",
+]
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,7 @@ class TflmPlan:
     host: runtime.Measured | None
     host_rule: int | None  # the arena rule with the host's word size, to check it there
     planned: bytes
-    npu: bool = False  # the model has Ethos-U operators (the host runtime cannot run it)
+    host_lacks: tuple[str, ...] = ()  # custom operators the host runtime has no kernel for
 
     def to_json(self) -> dict[str, Any]:
         host = None
@@ -144,7 +152,7 @@ def place_model(
             basis += f", with a margin of {margin} bytes for what memplace does not know"
         persistent = Persistent(target.persistent, basis, target.unknown, margin)
         host, host_rule = None, None
-        if measure and runtime.available() and not _has_npu(graph):
+        if measure and runtime.available() and not _host_lacks(graph):
             host = _measure(planned)
             reference = scratches(graph, "reference", ext)  # what the host build asks
             host_rule = estimate_arena(graph, reference, host.head, host.tail, word_bits=64)
@@ -170,7 +178,7 @@ def place_model(
             host,
             host_rule,
             planned,
-            _has_npu(graph),
+            _host_lacks(graph),
         )
     lacks = ", ".join(
         f"{name} lacks {lack} bytes" if lack >= 0 else f"{name} cannot hold the activations"
@@ -288,9 +296,10 @@ ETHOS_U = "ethos-u"
 """The custom operator of a model Vela compiled for an Arm Ethos-U NPU."""
 
 
-def _has_npu(graph: Graph) -> bool:
-    """Whether the model runs on an Ethos-U NPU: the host runtime has no such kernel."""
-    return any(op.kind == ETHOS_U for op in graph.operators)
+def _host_lacks(graph: Graph) -> tuple[str, ...]:
+    """The model's custom operators the host runtime has no kernel for (it has the
+    builtin ones and the signal library's): Vela's ethos-u, a user's own."""
+    return tuple(dict.fromkeys(op.kind for op in graph.operators if not known_kernel(op.kind)))
 
 
 def _vela_pinned(graph: Graph) -> frozenset[int]:
@@ -386,6 +395,17 @@ def _measure(planned: bytes) -> runtime.Measured:
         return runtime.measure(path)
 
 
+def margin_note(result: TflmPlan) -> str:
+    """What a figure with a margin says about it ("" when it has none)."""
+    if not result.persistent.margin:
+        return ""
+    unknown = sorted({*result.persistent.unknown, *result.scratch.unmodelled})
+    return (
+        f"{result.persistent.margin} bytes of it are a margin for what memplace does not "
+        f"know of these operators' kernels: {', '.join(unknown)}"
+    )
+
+
 def summary(result: TflmPlan) -> str:
     """The result for people: the arena to give the interpreter, and where it comes from."""
     margin = result.persistent.margin
@@ -399,8 +419,8 @@ def summary(result: TflmPlan) -> str:
         f"arena {result.arena} bytes: give this to the MicroInterpreter (32-bit target"
         + (f", {margin} bytes of it a margin)" if margin else ")"),
     ]
-    if result.host is None and result.npu:
-        lines.append("host runtime: not run (it has no ethos-u kernel)")
+    if result.host is None and result.host_lacks:
+        lines.append(f"host runtime: not run (it has no kernel for {', '.join(result.host_lacks)})")
     if result.host is not None:
         lines.append(
             f"host runtime (tflite-micro {result.host.version}, 64-bit, reference kernels, "

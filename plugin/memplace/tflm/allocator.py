@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import tflite
 
 from memplace.tflm.graph import ARENA_ALIGN, Graph, Operator, round_up
-from memplace.tflm.scratch import Scratches
+from memplace.tflm.scratch import Scratches, custom_options
 
 # Records of the runtime on a 32-bit Arm target: (bytes, alignment).
 SINGLE_ARENA_ALLOCATOR = (36, 4)
@@ -93,9 +93,56 @@ NO_DATA = frozenset({
     "MAXIMUM", "MINIMUM", "NEG", "PACK", "READ_VARIABLE", "RESHAPE", "RESIZE_BILINEAR",
     "RESIZE_NEAREST_NEIGHBOR", "ROUND", "SHAPE", "SLICE", "SPACE_TO_DEPTH", "SPLIT",
     "SPLIT_V", "SQUEEZE", "TRANSPOSE", "UNPACK", "ZEROS_LIKE",
+    "SignalFftAutoScale", "SignalFilterBankSquareRoot",
 })  # fmt: skip
 
 Keeps = Callable[[Graph, Operator], list[int]]
+
+
+# The signal library's kernels (TFLite Micro's `signal/micro/kernels`): what `Init` keeps,
+# read from each operator's custom options.
+KISS_FFT_STATE = 264  # kiss_fft_state: nfft, inverse, factors[64], then the twiddles
+KISS_FFTR_STATE = 12  # kiss_fftr_state: three pointers
+
+
+def _kiss_fftr(length: int, complex_bytes: int) -> int:
+    """kiss_fftr_alloc's memory (kissfft 1.3.0) for a real FFT of `length` points."""
+    half = length // 2
+    sub = KISS_FFT_STATE + complex_bytes * half  # the complex FFT's state and twiddles
+    return KISS_FFTR_STATE + sub + complex_bytes * (half * 3 // 2)
+
+
+def _signal_fft(graph: Graph, op: Operator) -> list[int]:
+    data = graph.tensors[op.inputs[0]]
+    complex_bytes = 4 if data.dtype == "INT16" else 8
+    return [32, _kiss_fftr(int(custom_options(op)["fft_length"]), complex_bytes)]
+
+
+def _signal_channels(params: int, per_channel: int, extra: int = 0) -> Keeps:
+    def keeps(graph: Graph, op: Operator) -> list[int]:
+        channels = int(custom_options(op)["num_channels"])
+        return [params, per_channel * (channels + extra)]
+
+    return keeps
+
+
+def _fixed(*sizes: int) -> Keeps:
+    def keeps(graph: Graph, op: Operator) -> list[int]:
+        return list(sizes)
+
+    return keeps
+
+
+SIGNAL_INIT: dict[str, Keeps] = {
+    "SignalWindow": _fixed(8),
+    "SignalRfft": _signal_fft,
+    "SignalIrfft": _signal_fft,
+    "SignalEnergy": _fixed(8),
+    "SignalFilterBank": _signal_channels(36, 8, 1),  # uint64 work area, one more channel
+    "SignalFilterBankSpectralSubtraction": _signal_channels(44, 4),  # the noise estimate
+    "SignalPCAN": _fixed(4),
+    "SignalFilterBankLog": _fixed(8),
+}
 
 
 def _per_channel(dimension: int) -> Keeps:
@@ -237,7 +284,10 @@ def need(
     unknown: list[str] = []
     steps = graph.step_names()
     for op in graph.operators:
-        if op.kind in init and op.kind not in unsized:
+        if op.kind in SIGNAL_INIT:
+            for size in SIGNAL_INIT[op.kind](graph, op):
+                arena.keep(size)
+        elif op.kind in init and op.kind not in unsized:
             arena.keep(init[op.kind])
         elif op.kind not in NO_DATA or op.kind in unsized:
             unknown.append(steps[op.first] if op.first >= 0 else op.label)

@@ -50,6 +50,12 @@ SIGNAL_NO_SCRATCH = frozenset({
 _BUILTINS = frozenset(k for k in vars(tflite.BuiltinOperator) if not k.startswith("_"))
 
 
+def known_kernel(kind: str) -> bool:
+    """Whether TFLite Micro's own kernels cover the operator: builtins and the signal
+    library's (SignalRfft's scratch is modelled; the others ask none)."""
+    return kind in _BUILTINS or kind in SIGNAL_NO_SCRATCH or kind == "SignalRfft"
+
+
 @dataclass(frozen=True)
 class Scratch:
     """A scratch buffer operator `op` (its model-wide index) asks for: `bytes` as asked
@@ -96,9 +102,7 @@ def scratches(graph: Graph, kernels: str, ext: str) -> Scratches:
             buffers += [
                 Scratch(op.index, size, why, op.first, op.last) for size, why in asks if size > 0
             ]
-        elif op.kind in _UNMODELLED[kernels] or (
-            op.kind not in _BUILTINS and op.kind not in SIGNAL_NO_SCRATCH
-        ):
+        elif op.kind in _UNMODELLED[kernels] or not known_kernel(op.kind):
             unmodelled.append(names[op.first] if op.first >= 0 else op.label)
     return Scratches(tuple(buffers), tuple(unmodelled))
 
@@ -175,11 +179,11 @@ def _transpose_conv(graph: Graph, op: Operator, ext: str) -> list[tuple[int, str
 def _signal_rfft(graph: Graph, op: Operator, ext: str) -> list[tuple[int, str]]:
     """The signal library's SignalRfft: fft_length elements of its input's type."""
     data = _t(graph, op, 0)
-    length = int(_custom(op).get("fft_length", 0))
+    length = int(custom_options(op).get("fft_length", 0))
     return [(length * ELEMENT_BYTES.get(data.dtype, 4), "rfft work area")]
 
 
-def _custom(op: Operator) -> dict[str, Any]:
+def custom_options(op: Operator) -> dict[str, Any]:
     """A custom operator's options: a flexbuffer map."""
     try:
         found = flexbuffers.Loads(op.custom) if op.custom else {}
