@@ -21,28 +21,17 @@ from memplace.errors import ToolError
 PACKAGE = "tflite_micro"
 _MARK = "memplace-tflm-runtime: "
 _USAGE = re.compile(r"Arena allocation (head|tail) (\d+) bytes")
-_PART = re.compile(r"'([^']+)' used (\d+) bytes")
-# Parts of the persistent area made mostly of pointers: half as large on a 32-bit target.
-POINTER_PARTS = (
-    "TfLiteEvalTensor data",
-    "Persistent TfLiteTensor data",
-    "NodeAndRegistration struct",
-)
 TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
 class Measured:
-    """Bytes the host runtime used: planned part, persistent part, smallest arena; of the
-    persistent part, `pointers` in records made mostly of pointers and `unlisted` in parts
-    the recording allocator does not itemise (its own objects, the planner's)."""
+    """Bytes the host runtime used: planned part, persistent part, smallest arena."""
 
     head: int
     tail: int
     arena: int
     version: str
-    pointers: int
-    unlisted: int
 
 
 def available() -> bool:
@@ -62,8 +51,6 @@ def measure(model: Path) -> Measured:
                 found["tail"],
                 found["arena"],
                 found["version"],
-                found["pointers"],
-                found["unlisted"],
             )
     last = done.output.strip().splitlines()[-1:] or ["no output"]
     raise ToolError(f"the tflite-micro runtime could not run {model}: {last[0]}")
@@ -127,10 +114,7 @@ def _probe(path: Path) -> dict[str, object]:
     printed = os.read(read, 1 << 20).decode("utf-8", "replace")
     usage = {kind: int(size) for kind, size in _USAGE.findall(printed)}
     head, tail = usage["head"], usage["tail"]
-    parts = {name: int(size) for name, size in _PART.findall(printed)}
     return {
-        "pointers": sum(parts.get(name, 0) for name in POINTER_PARTS),
-        "unlisted": tail - sum(parts.values()),
         "head": head,
         "tail": tail,
         "arena": _smallest(data, head + tail),
