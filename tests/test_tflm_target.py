@@ -184,3 +184,46 @@ def test_a_kernel_memplace_does_not_know_is_named_everywhere_with_a_margin(
         "Warning: 1024 bytes of it are a margin for what memplace does not know of these " in header
     )
     assert re.search(r"TFLM_ARENA_SIZE (\d+)u", header) is not None
+
+
+@pytest.mark.parametrize(
+    ("custom", "options", "message"),
+    [
+        ("SignalRfft", None, "lacks the custom option 'fft_length' its kernel reads"),
+        ("SignalFilterBank", b"\x00\x01\x02", "has damaged custom options"),
+    ],
+)
+def test_a_signal_operator_without_its_options_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    custom: str,
+    options: bytes | None,
+    message: str,
+) -> None:
+    import tflite
+
+    from conftest import cli_error
+    from test_import_tflite import CUSTOM, Op, T, build_tflite
+
+    tensors = [T(f"t{k}", [1, 64], tflite.TensorType.INT16) for k in range(2)]
+    data = build_tflite(tensors, [Op(CUSTOM, [0], [1], custom=custom)], [0], [1])
+    if options is not None:
+        data = _with_custom_options(data, options)
+    model = tmp_path / "signal.tflite"
+    model.write_bytes(data)
+    out = tmp_path / "p.tflite"
+    err = cli_error(capsys, "tflm", model, "--board", BOARD, "--out", out)
+    assert err.startswith(f"memplace: error: {model}: operator 0 ({custom}) ") and message in err
+    assert not out.exists()
+
+
+def _with_custom_options(data: bytes, options: bytes) -> bytes:
+    """The model with its first operator's custom options set to `options`."""
+    import flatbuffers
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+    model = fb.ModelT.InitFromObj(fb.Model.GetRootAs(data, 0))
+    model.subgraphs[0].operators[0].customOptions = list(options)
+    builder = flatbuffers.Builder(len(data) * 2)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 import tflite
 
+from memplace.errors import InputError
 from memplace.tflm.graph import ARENA_ALIGN, Graph, Operator, round_up
-from memplace.tflm.scratch import Scratches, custom_options
+from memplace.tflm.scratch import Scratches, custom_int
 
 # Records of the runtime on a 32-bit Arm target: (bytes, alignment).
 SINGLE_ARENA_ALLOCATOR = (36, 4)
@@ -115,12 +116,12 @@ def _kiss_fftr(length: int, complex_bytes: int) -> int:
 def _signal_fft(graph: Graph, op: Operator) -> list[int]:
     data = graph.tensors[op.inputs[0]]
     complex_bytes = 4 if data.dtype == "INT16" else 8
-    return [32, _kiss_fftr(int(custom_options(op)["fft_length"]), complex_bytes)]
+    return [32, _kiss_fftr(custom_int(graph, op, "fft_length"), complex_bytes)]
 
 
 def _signal_channels(params: int, per_channel: int, extra: int = 0) -> Keeps:
     def keeps(graph: Graph, op: Operator) -> list[int]:
-        channels = int(custom_options(op)["num_channels"])
+        channels = custom_int(graph, op, "num_channels")
         return [params, per_channel * (channels + extra)]
 
     return keeps
@@ -285,7 +286,7 @@ def need(
     steps = graph.step_names()
     for op in graph.operators:
         if op.kind in SIGNAL_INIT:
-            for size in SIGNAL_INIT[op.kind](graph, op):
+            for size in _kept(SIGNAL_INIT[op.kind], graph, op):
                 arena.keep(size)
         elif op.kind in init and op.kind not in unsized:
             arena.keep(init[op.kind])
@@ -298,7 +299,7 @@ def need(
         for t in (*op.inputs, *op.outputs):
             if t >= 0:
                 head += _temp_tensor(graph, t)
-        for size in prepare.get(op.kind, _nothing)(graph, op):
+        for size in _kept(prepare.get(op.kind, _nothing), graph, op):
             arena.keep(size)
         if op.kind == "ASSIGN_VARIABLE" and names.get(op.inputs[0]) not in (None, *assigned):
             # The first assignment of a resource variable gives it its buffer.
@@ -341,6 +342,17 @@ def resource_names(graph: Graph) -> dict[int, str]:
             shared = (options.SharedName() or b"").decode("utf-8", "replace")
             names[op.outputs[0]] = shared
     return names
+
+
+def _kept(keeps: Keeps, graph: Graph, op: Operator) -> list[int]:
+    """What a kernel keeps for `op`; an operator without the tensors or shapes its kernel
+    reads is refused, naming the file."""
+    try:
+        return keeps(graph, op)
+    except (IndexError, KeyError, ValueError) as exc:
+        raise InputError(
+            f"{op.label} lacks the inputs or shapes its kernel reads: {exc}", key=graph.source
+        ) from exc
 
 
 def _nothing(graph: Graph, op: Operator) -> list[int]:

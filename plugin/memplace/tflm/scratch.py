@@ -179,19 +179,26 @@ def _transpose_conv(graph: Graph, op: Operator, ext: str) -> list[tuple[int, str
 def _signal_rfft(graph: Graph, op: Operator, ext: str) -> list[tuple[int, str]]:
     """The signal library's SignalRfft: fft_length elements of its input's type."""
     data = _t(graph, op, 0)
-    length = int(custom_options(op).get("fft_length", 0))
+    length = custom_int(graph, op, "fft_length")
     return [(length * ELEMENT_BYTES.get(data.dtype, 4), "rfft work area")]
 
 
-def custom_options(op: Operator) -> dict[str, Any]:
-    """A custom operator's options: a flexbuffer map."""
+def custom_int(graph: Graph, op: Operator, name: str) -> int:
+    """An integer of a custom operator's options (a flexbuffer map), as its kernel reads
+    it; a model without it, or with damaged options, is refused naming the file."""
     try:
         found = flexbuffers.Loads(op.custom) if op.custom else {}
     except (IndexError, ValueError, TypeError, struct.error) as exc:
-        raise InputError(f"{op.label} has damaged custom options: {exc}") from exc
+        message = f"{op.label} has damaged custom options: {exc}"
+        raise InputError(message, key=graph.source) from exc
     if not isinstance(found, dict):
-        raise InputError(f"{op.label} has custom options that are not a map")
-    return found
+        raise InputError(f"{op.label} has damaged custom options: not a map", key=graph.source)
+    value = found.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InputError(
+            f"{op.label} lacks the custom option {name!r} its kernel reads", key=graph.source
+        )
+    return value
 
 
 def _ethos_u(graph: Graph, op: Operator, ext: str) -> list[tuple[int, str]]:
