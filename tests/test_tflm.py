@@ -555,6 +555,23 @@ def test_the_fastest_pool_that_holds_the_whole_arena(tmp_path: Path) -> None:
     assert pinned["pool"] == "slow_ws"
 
 
+def test_a_carried_plan_that_breaks_the_runtimes_rules_is_replaced(tmp_path: Path) -> None:
+    """A model whose offline plan (not Vela's) puts every tensor at offset 0: the runtime's
+    layout from it would overlap live tensors, so memplace's own plan is written."""
+    from memplace.tflm.metadata import with_offline_plan
+
+    data = KWS.read_bytes()
+    tensors = tflite.Model.GetRootAs(data, 0).Subgraphs(0).TensorsLength()
+    broken = tmp_path / "broken.tflite"
+    broken.write_bytes(with_offline_plan(data, [0] * tensors))
+    out = tmp_path / "planned.tflite"
+    argv = ["tflm", str(broken), "--board", BOARD, "--out", str(out), "--json"]
+    result = _json([*argv, "--time-limit", TIME_LIMIT])
+    assert result["layout"] == "memplace" and result["activations"] == 16000
+    want, got = _outputs(data, 5), _outputs(out.read_bytes(), 5)
+    assert all(np.array_equal(x, y) for x, y in zip(want, got, strict=True))
+
+
 def test_a_plan_breaking_the_runtimes_rules_is_never_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

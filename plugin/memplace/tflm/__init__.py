@@ -284,7 +284,9 @@ def _try_pool(
     for t, offset in zip(_arena(graph), own, strict=True):
         theirs[t] = offset
     candidates = [(_spare_variables(graph, mine), "memplace")]
-    candidates.append((_spare_variables(graph, theirs), "tflite-micro"))
+    own_layout = _spare_variables(graph, theirs)
+    if not _problems(graph, own_layout, scratch):  # a plan the model carries may break them
+        candidates.append((own_layout, "tflite-micro"))
     offsets, layout = min(candidates, key=lambda c: simulate(_requests(graph, c[0]) + scratch).used)
     _check(graph, offsets, scratch)
     usage = result.pool(pool)
@@ -360,6 +362,19 @@ def _check(
 ) -> None:
     """The offsets hold under the runtime's rules, with the scratch where it will put it;
     tensors in `shared` (Vela's) may share bytes with each other, as Vela laid them."""
+    problems = _problems(graph, offsets, scratch, shared)
+    if problems:
+        raise MemplaceError(
+            f"memplace's plan breaks TFLite Micro's rules, so no model was written: {problems[0]}"
+        )
+
+
+def _problems(
+    graph: Graph,
+    offsets: tuple[int, ...],
+    scratch: list[Request],
+    shared: frozenset[int] = frozenset(),
+) -> list[str]:
     requests = _requests(graph, offsets) + scratch
     layout = simulate(requests)
     names = {f"tensor {t}" for t in shared}
@@ -370,10 +385,7 @@ def _check(
         for slot, t in _variable_slots(graph).items()
         if offsets[slot] != ONLINE
     ]
-    if problems:
-        raise MemplaceError(
-            f"memplace's plan breaks TFLite Micro's rules, so no model was written: {problems[0]}"
-        )
+    return problems
 
 
 def _planned(data: bytes, graph: Graph, offsets: tuple[int, ...]) -> bytes:
