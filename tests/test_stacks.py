@@ -71,6 +71,103 @@ def firmware(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return elf
 
 
+def _build(folder: Path, flags: list[str]) -> Path:
+    """The example built with `flags` and GCC's two stack reports, as its Makefile does."""
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    for name in ("tasks", "startup"):
+        argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
+        argv += [str(SOURCES / f"{name}.c"), "-o", str(folder / f"{name}.o")]
+        assert process.run(argv, timeout=120).returncode == 0
+    elf = folder / "rtos.elf"
+    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld")]
+    argv += [str(folder / "tasks.o"), str(folder / "startup.o"), "-o", str(elf)]
+    assert process.run(argv, timeout=120).returncode == 0
+    return elf
+
+
+def _su_frames(folder: Path) -> dict[str, int]:
+    """Each function's frame as GCC's .su files give it."""
+    frames = {}
+    for path in folder.glob("*.su"):
+        for line in path.read_text().splitlines():
+            where, size, _ = line.split("\t")
+            frames[where.rsplit(":", 1)[-1]] = int(size)
+    return frames
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-mcpu=cortex-m3", "-O0"],
+        ["-mcpu=cortex-m3", "-O1"],
+        ["-mcpu=cortex-m3", "-O2"],
+        ["-mcpu=cortex-m3", "-O3"],
+        ["-mcpu=cortex-m3", "-Os"],
+        ["-mcpu=cortex-m3", "-Og"],
+        ["-mcpu=cortex-m0", "-O0"],  # Armv6-M: frames set up through a literal at -O0
+    ],
+    ids=" ".join,
+)
+def test_every_optimisation_level_is_bounded(
+    flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At -O0 GCC restores the stack pointer from the frame pointer (`adds r7, #108; mov
+    sp, r7`): the walk follows it, so a Debug build is bounded as a release build is, and
+    each bound holds GCC's own frames."""
+    folder = tmp_path / "build"
+    folder.mkdir()
+    elf = _build(folder, [*flags, "-mthumb", "-ffreestanding"])
+    board = (SOURCES / "board.yaml").read_text()
+    code, out, _ = _stacks(capsys, tmp_path, board, str(elf), "--json")
+    report = json.loads(out)
+    assert (code, report["findings"]) == (0, [])
+    frames = _su_frames(folder)
+    for stack in report["stacks"]:
+        assert stack["static_bound"] is not None, stack
+        path = [name for name in stack["path"] if name in frames]
+        switch = 76 if stack["context"] != "main" else 0
+        # (a tail call leaves only the callee's frame, so no sum along the path holds)
+        assert stack["static_bound"] >= max(frames[name] for name in path) + switch, stack
+    if "-O0" in flags:  # no tail calls, no inlining: every frame of the path is on the stack
+        rx = next(s for s in report["stacks"] if s["context"] == "rx")
+        assert rx["static_bound"] == sum(frames[n] for n in ("vRxTask", "middle", "leaf")) + 76
+
+
+def test_json_is_written_for_an_error_too(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _stacks(
+        capsys, tmp_path, BOARD + "  bad: {core: cpu9}\n", "--json", str(firmware)
+    )
+    assert code == 2
+    report = json.loads(out)
+    assert report["ok"] is False and report["error"]["exit_code"] == 2
+    assert report["error"]["line"] == 11 and report["error"]["file"].endswith("board.yaml")
+    assert report["error"]["message"] in err
+    code, out, _ = _stacks(capsys, tmp_path, BOARD, "--json", str(tmp_path / "none.elf"))
+    assert code == 2
+    assert json.loads(out)["error"]["key"] == "FIRMWARE.elf"
+    code, out, _ = _stacks(capsys, tmp_path, BOARD, "--json", "--no-such-flag")
+    assert code == 2 and json.loads(out)["ok"] is False
+
+
+def test_a_hint_naming_a_function_this_build_lacks_is_a_warning(
+    firmware: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One hints file serves every build type: a function another level keeps (or a name
+    misspelt) is said, and the check goes on."""
+    hints = tmp_path / "hints.yaml"
+    hints.write_text(HINTS + "  - {function: prvInlinedAtO3, depth: 2}\n")
+    argv = [str(firmware), "--stack-hints", str(hints)]
+    code, out, _ = _stacks(capsys, tmp_path, SOURCES.joinpath("board.yaml").read_text(), *argv)
+    assert code == 0, out
+    assert (
+        f"warning: {hints}:6:16: stack hints: no function 'prvInlinedAtO3' in this build "
+        "(inlined, or not linked), so the hint is not used; "
+    ) in out
+    assert out.rstrip().endswith("verify: ok")
+
+
 def _stacks(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, board: str, *argv: str
 ) -> tuple[int, str, str]:

@@ -19,7 +19,8 @@ frames:                        # a function's own frame, where its code cannot b
 ```
 
 Function names are as the symbol table spells them (`nm`): a static clone is
-`helper.constprop.0`. A name that is in none of the images is an error.
+`helper.constprop.0`. A name that is in none of the images is a warning (a build at another
+optimisation level may inline it or leave it out), with the nearest name that is.
 
 A board or workload file may hold hints too, under `stack_hints:`: a list whose items are
 what a hints file holds (`memplace: stack_hints/v1` may be left out, the file they sit in is
@@ -281,11 +282,13 @@ def _function_hints(root: Node, key: str, value_key: str, minimum: int) -> tuple
     return tuple(hints)
 
 
-def unknown_function(name: str, mark: Mark, known: list[str]) -> InputError:
-    return InputError(
-        f"no function {name!r} in the images; {_short(suggest(name, known))}",
-        mark,
-        "stack hints",
+def absent_function(name: str, mark: Mark, known: list[str]) -> str:
+    """The warning for a hint naming a function the images do not have: one an
+    optimisation level inlined or never linked, so one hints file serves every build type
+    (or a misspelt name, hence the suggestion)."""
+    return (
+        f"{mark}: stack hints: no function {name!r} in this build (inlined, or not linked), "
+        f"so the hint is not used; {_short(suggest(name, known))}"
     )
 
 

@@ -37,8 +37,8 @@ from memplace.verify.stack import (
     Analysis,
     Bound,
     ContextBound,
-    check_hint_names,
     exception_frame,
+    hint_warnings,
     image_graph,
     stack_findings,
 )
@@ -64,8 +64,7 @@ def check_stacks(
     for hint_set in board.stack_hints:
         hints = hint_set if hints is None else hints.merged(hint_set)
     hints = hints or StackHints()
-    if hints.names():
-        check_hint_names(hints, [graph])
+    warnings = hint_warnings(hints, [graph])
     analysis = Analysis(graph, hints)
     contexts = [c for c in board.contexts.values() if c.core == chosen.name]
     nesting = _nesting(contexts, chosen, analysis, exception_frame(chosen), image)
@@ -95,7 +94,7 @@ def check_stacks(
         )
     if run is not None and run.exit_code not in (None, 0):
         findings.append(Finding("run", "exit", f"the firmware exited with code {run.exit_code}"))
-    return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
+    return Report(tuple(dict.fromkeys(findings)), tuple(stacks), warnings)
 
 
 def run_firmware(

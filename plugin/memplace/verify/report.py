@@ -103,6 +103,9 @@ def _interrupt_lines(stack: StackReport) -> list[str]:
 class Report:
     findings: tuple[Finding, ...]
     stacks: tuple[StackReport, ...]
+    warnings: tuple[str, ...] = ()
+    """What the check could not use but that fails nothing (a stack hint naming a
+    function this build does not have)."""
 
     @property
     def ok(self) -> bool:
@@ -113,6 +116,7 @@ class Report:
             "ok": self.ok,
             "findings": [f.to_json() for f in self.findings],
             "stacks": [s.to_json() for s in self.stacks],
+            "warnings": list(self.warnings),
         }
 
     def dumps(self) -> str:
@@ -130,6 +134,7 @@ class Report:
             if stack.path and stack.static_bound is not None:
                 lines.append(f"  deepest path: {' > '.join(stack.path)}")
             lines += _interrupt_lines(stack)
+        lines += [f"warning: {warning}" for warning in self.warnings]
         for finding in self.findings:
             lines.append(f"FAIL {finding.check} {finding.subject}: {finding.message}")
         lines.append("verify: ok" if self.ok else f"verify: {len(self.findings)} finding(s)")

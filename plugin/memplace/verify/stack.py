@@ -35,7 +35,7 @@ from typing import Any
 from memplace import process
 from memplace.board import Context, Core
 from memplace.errors import InputError, ToolError
-from memplace.hints import StackHints, unknown_function
+from memplace.hints import StackHints, absent_function
 from memplace.layout import build_dir, thread_function
 from memplace.project import Project
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
@@ -446,13 +446,16 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-def check_hint_names(hints: StackHints, graphs: Iterable[CallGraph]) -> None:
+def hint_warnings(hints: StackHints, graphs: Iterable[CallGraph]) -> tuple[str, ...]:
+    """A warning for each function the hints name that none of the images has."""
     known: set[str] = set()
     for graph in graphs:
         known.update(graph.by_name)
-    for name, mark in hints.names():
-        if name not in known:
-            raise unknown_function(name, mark, sorted(known))
+    return tuple(
+        absent_function(name, mark, sorted(known))
+        for name, mark in hints.names()
+        if name not in known
+    )
 
 
 def context_bounds(
@@ -463,8 +466,6 @@ def context_bounds(
 ) -> dict[str, ContextBound]:
     """The static bound of every planned stack whose core's image is at hand."""
     hints = hints or StackHints()
-    if hints.names():
-        check_hint_names(hints, graphs.values())
     contexts = project.board.contexts
     stacks = {s.context for s in project.plan.stacks}
     analyses = {core: Analysis(graph, hints) for core, graph in graphs.items()}
