@@ -50,10 +50,12 @@ def base(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def firmware(tmp_path_factory: pytest.TempPathFactory, base: str) -> Path:
-    build = tmp_path_factory.mktemp("switching") / "build"
+    return _build(tmp_path_factory.mktemp("switching") / "build", [*CORES[base], *FLAGS])
+
+
+def _build(build: Path, flags: list[str]) -> Path:
     build.mkdir()
     gcc = process.find_tool("arm-none-eabi-gcc")
-    flags = [*CORES[base], *FLAGS]
     objects = []
     for name in ("rtos", "app", "startup"):
         objects.append(str(build / f"{name}.o"))
@@ -72,6 +74,98 @@ def board_file(tmp_path: Path, base: str) -> Path:
     path = tmp_path / "board.yaml"
     path.write_text(BOARD.replace("BASE", base))
     return path
+
+
+def test_tasks_are_found_bounded_and_measured_without_being_listed(
+    firmware: Path, board_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The firmware creates two tasks at one entry (vWorkerTask) with xTaskCreate, their
+    stacks from the heap, which the board does not list: each is found from its creation's
+    constants (name, depth in words), bounded from the entry, and measured from memplace's
+    paint of the heap, since the kernel fills no stack."""
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json"]
+    assert main(argv) == 0
+    static = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    assert main([*argv, "--run", "--timeout", "2"]) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    assert sorted(stacks) == ["Worker 1", "Worker 2", "deep", "main", "shallow"]
+    for name in ("Worker 1", "Worker 2"):
+        worker = stacks[name]
+        assert worker["budget"] == 96 * 4
+        assert worker["path"] == ["vWorkerTask", "work"]
+        assert worker["static_bound"] == static[name]["static_bound"]
+        assert 64 < worker["measured"] <= worker["static_bound"]
+
+
+def test_a_stack_nothing_filled_has_no_mark(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A heap memplace does not know (not FreeRTOS's ucHeap) is not painted, and the kernel
+    fills nothing: its tasks get no mark, never a false overflow. A task created with a
+    name only known at run time is found in the kernel's lists: a finding, since nothing
+    says its entry or size."""
+    flags = [*CORES[base], *FLAGS, "-DHEAP=xAppHeap", "-DNAMED_AT_RUN_TIME"]
+    firmware = _build(tmp_path / "build", flags)
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json"]
+    assert main([*argv, "--run", "--timeout", "2"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    stacks = {s["context"]: s for s in report["stacks"]}
+    assert stacks["Worker 1"]["measured"] is None and stacks["Worker 2"]["measured"] is None
+    assert stacks["deep"]["measured"] is not None  # a static stack, painted as it is given
+    found = {(f["check"], f["subject"]): f["message"] for f in report["findings"]}
+    assert not [f for f in report["findings"] if f["check"] in ("stack-budget", "stack-analysis")]
+    assert found[("stack-mark", "Worker 1")].startswith(
+        "no mark: the lowest bytes of task 'Worker 1''s stack at 0x"
+    )
+    assert found[("task", "Late")] == (
+        "the kernel runs task 'Late', which no constant task creation and no board task "
+        "names: list it in the board (kind: task, entry, task, stack: {size: BYTES})"
+    )
+    (created,) = [m for (check, subject), m in found.items() if subject.startswith("created at")]
+    assert created.startswith("main creates vWorkerTask() through xTaskCreate at 0x")
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        (
+            "ghost: {core: cpu0, kind: task, entry: vDeepTask, task: Ghost, stack: {size: 512}}",
+            "the firmware creates no task named 'Ghost'; it creates vDeepTask() as 'Deep'; "
+            "the run's tasks: Deep, Shallow, Worker 1, Worker 2",
+        ),
+        (
+            "deep: {core: cpu0, kind: task, entry: vDeepTask, task: Deep, stack: {size: 1024}}",
+            "the board gives it 1024 bytes, more than the 512 bytes of stack the firmware "
+            "creates task 'Deep' with (xTaskCreateStatic in main); its budget is the real "
+            "stack's",
+        ),
+        (
+            "deep: {core: cpu0, kind: task, entry: vShallowTask, task: Deep, stack: {size: 512}}",
+            "the board starts task 'Deep' at vShallowTask(), but the firmware creates it at "
+            "vDeepTask() (xTaskCreateStatic in main)",
+        ),
+    ],
+    ids=["never created", "larger than the real stack", "another entry"],
+)
+def test_a_board_task_that_does_not_match_the_firmware_is_a_finding(
+    firmware: Path,
+    base: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    context: str,
+    message: str,
+) -> None:
+    board = BOARD.replace("BASE", base).replace(
+        "  deep:    {core: cpu0, kind: task, entry: vDeepTask, task: Deep, stack: {size: 512}}",
+        f"  {context}",
+    )
+    (tmp_path / "board.yaml").write_text(board)
+    argv = ["stacks", str(firmware), "--board", str(tmp_path / "board.yaml"), "--json"]
+    assert main([*argv, "--run", "--timeout", "1"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    subject = context.split(":")[0]
+    assert [f["message"] for f in report["findings"] if f["check"] == "task"] == [message]
+    assert any(f["subject"] == subject for f in report["findings"])
 
 
 def test_marks_are_read_from_the_running_firmware(

@@ -16,6 +16,9 @@ alloca:                        # bytes of alloca and VLAs one activation takes a
   - {function: format_row, size: 256}
 frames:                        # a function's own frame, where its code cannot be followed
   - {function: switch_stacks, size: 64}
+interrupts_masked_until_scheduler: true   # an RTOS firmware takes no interrupt before its
+                                          # scheduler starts: main's frames and the
+                                          # handlers' never share the main stack
 ```
 
 Function names are as the symbol table spells them (`nm`): a static clone is
@@ -41,7 +44,14 @@ from memplace.errors import InputError, Mark
 from memplace.source import Document, Node, suggest
 
 VERSION = "stack_hints/v1"
-KEYS = ("memplace", "indirect_calls", "recursion", "alloca", "frames")
+KEYS = (
+    "memplace",
+    "indirect_calls",
+    "recursion",
+    "alloca",
+    "frames",
+    "interrupts_masked_until_scheduler",
+)
 
 _FUNCTION = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
 _SITE = re.compile(r"^(.+?):(\d+)(?::(\d+))?$")
@@ -100,6 +110,7 @@ class StackHints:
     recursion: tuple[FunctionHint, ...] = ()
     alloca: tuple[FunctionHint, ...] = ()
     frames: tuple[FunctionHint, ...] = ()
+    masked_until_scheduler: bool = False
     source: str = "<none>"
     # Files whose hints may name functions no image links (the bundled library sets).
     lenient: frozenset[str] = frozenset()
@@ -111,6 +122,7 @@ class StackHints:
             recursion=self.recursion + other.recursion,
             alloca=self.alloca + other.alloca,
             frames=self.frames + other.frames,
+            masked_until_scheduler=self.masked_until_scheduler or other.masked_until_scheduler,
             source=f"{self.source}, {other.source}",
             lenient=self.lenient | other.lenient,
         )
@@ -139,6 +151,7 @@ class StackHints:
             recursion=_function_hints(root, "recursion", "depth", minimum=1),
             alloca=_function_hints(root, "alloca", "size", minimum=0),
             frames=_function_hints(root, "frames", "size", minimum=0),
+            masked_until_scheduler=_flag(root, "interrupts_masked_until_scheduler"),
             source=doc.file,
         )
 
@@ -155,6 +168,8 @@ class StackHints:
         for key, value_key, group in groups:
             if group:
                 data[key] = [{"function": h.function, value_key: h.value} for h in group]
+        if self.masked_until_scheduler:
+            data["interrupts_masked_until_scheduler"] = True
         return data
 
     def names(self) -> list[tuple[str, Mark]]:
@@ -226,6 +241,15 @@ def load_hints(specs: Sequence[str | Path]) -> StackHints | None:
             )
         merged = hints if merged is None else merged.merged(hints)
     return merged
+
+
+def _flag(root: Node, key: str) -> bool:
+    node = root.get(key)
+    if node is None:
+        return False
+    if not isinstance(node.value, bool):
+        raise node.error(f"expected true or false, got {node.value!r}")
+    return node.value
 
 
 def _items(root: Node, key: str) -> list[Node]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memplace.errors import InputError
-from memplace.verify.frames import Call, Frame
+from memplace.verify.frames import Call, Frame, Instruction
 from memplace.verify.image import Function, LineTable
 
 INDIRECT = "__indirect_call"
@@ -142,6 +142,7 @@ class CallGraph:
     nodes: Mapping[int, Node]
     by_name: Mapping[str, int]  # every name of every function → its address
     floating: frozenset[int] = frozenset()  # functions with floating-point instructions
+    code: tuple[Instruction, ...] = ()  # the image's instructions, in address order
 
     def reaches_floating(self, root: int, edges: Mapping[int, Iterable[tuple[int, int]]]) -> bool:
         """Whether `root` or any function it calls (along `edges`) uses the FPU."""

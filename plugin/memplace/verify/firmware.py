@@ -23,13 +23,22 @@ resets the main stack pointer when the first task starts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from memplace.board import FIRST_IRQ_EXCEPTION, Board, Context, Core
 from memplace.errors import InputError
 from memplace.hints import StackHints
-from memplace.verify.freertos import FILL, layout_of, task_stacks, untouched, unused_words
+from memplace.verify.callgraph import CallGraph
+from memplace.verify.freertos import (
+    FILL,
+    LISTS,
+    layout_of,
+    task_stacks,
+    untouched,
+    unused_words,
+)
 from memplace.verify.image import Image
 from memplace.verify.report import SWITCH, Finding, Report, StackReport
 from memplace.verify.rtos import port_for, task_switch_cost
@@ -42,7 +51,14 @@ from memplace.verify.stack import (
     image_graph,
     stack_findings,
 )
-from memplace.verify.target_memory import Paint, RunMemory, run_and_read, semihosting_calls
+from memplace.verify.target_memory import (
+    LatePaints,
+    Paint,
+    RunMemory,
+    run_and_read,
+    semihosting_calls,
+)
+from memplace.verify.tasks import CreatedTask, created_tasks
 
 
 def check_stacks(
@@ -68,33 +84,157 @@ def check_stacks(
     analysis = Analysis(graph, hints)
     contexts = [c for c in board.contexts.values() if c.core == chosen.name]
     nesting = _nesting(contexts, chosen, analysis, exception_frame(chosen), image)
-    marks = _marks(image, board, chosen, contexts, run) if run is not None else {}
     findings: list[Finding] = []
+    tasks: list[TaskStack] = []
+    running: dict[str, int] | None = None
+    if chosen.rtos == "freertos":
+        layout = layout_of(image.path)
+        found = created_tasks(image, graph, layout.name_length)
+        if run is not None:
+            running = task_stacks(image, run, layout) if _has_task_lists(image) else None
+        tasks, findings = _task_stacks(contexts, found, graph, running)
     stacks = []
+    main = _main_context(board, chosen)
     for context in contexts:
         budget = context.stack_budget()
-        if context.kind == "isr" or budget is None:
-            continue  # a handler runs on the main stack (or the stacks it preempts)
-        if context.kind == "task":
-            bound = _task_bound(context, chosen, analysis, image)
-        else:
-            bound = _main_bound(context, chosen, analysis, image, nesting)
-        measured = marks.get(context.name)
+        if context.kind != "thread" or budget is None:
+            continue
+        bound = _main_bound(context, chosen, analysis, image, nesting, hints.masked_until_scheduler)
+        on_main = context is main and run is not None
+        measured = _main_mark(image, chosen, budget, run) if on_main and run else None
         findings += stack_findings(context.name, budget, bound, measured)
-        stacks.append(
-            StackReport(
-                context=context.name,
-                budget=budget,
-                planned=0,
-                static_bound=bound.bytes,
-                measured=measured,
-                path=bound.path,
-                interrupts=bound.interrupts,
-            )
-        )
+        stacks.append(_stack_report(context.name, budget, bound, measured))
+    for task in tasks:
+        bound = _task_bound(task, chosen, analysis, image)
+        measured = None
+        if running is not None and run is not None:
+            measured, unread = _task_mark(task, running, run)
+            findings += unread
+        findings += stack_findings(task.context, task.budget, bound, measured)
+        stacks.append(_stack_report(task.context, task.budget, bound, measured))
     if run is not None and run.exit_code not in (None, 0):
         findings.append(Finding("run", "exit", f"the firmware exited with code {run.exit_code}"))
     return Report(tuple(dict.fromkeys(findings)), tuple(stacks), warnings)
+
+
+def _stack_report(name: str, budget: int, bound: ContextBound, measured: int | None) -> StackReport:
+    return StackReport(
+        context=name,
+        budget=budget,
+        planned=0,
+        static_bound=bound.bytes,
+        measured=measured,
+        path=bound.path,
+        interrupts=bound.interrupts,
+    )
+
+
+@dataclass(frozen=True)
+class TaskStack:
+    """One task's stack to check: a task the firmware creates (found in its code), one the
+    board lists, or both (the board's entry matched by the task's name)."""
+
+    context: str  # the board's context, else the task's name
+    task: str  # the name the RTOS knows it by
+    entry: str  # its task function
+    budget: int  # the board's size, else the size the firmware creates it with
+    size: int | None  # the size the firmware creates it with, where a constant says
+
+
+def _task_stacks(
+    contexts: Sequence[Context],
+    found: Sequence[CreatedTask],
+    graph: CallGraph,
+    running: Mapping[str, int] | None,
+) -> tuple[list[TaskStack], list[Finding]]:
+    """Every task to check, and what does not add up between the board's tasks, the ones
+    the firmware's code creates and (after a run) the ones its kernel's lists hold."""
+    created: dict[str, CreatedTask] = {}
+    for task in found:
+        if task.complete and task.name is not None:
+            created.setdefault(task.name, task)
+    listed = [c for c in contexts if c.kind == "task"]
+    stacks: list[TaskStack] = []
+    findings: list[Finding] = []
+    for context in listed:
+        name = context.task or context.name
+        match = created.get(name)
+        if match is None:
+            stacks += _listed_only(context, name, found, graph, running, findings)
+            continue
+        size = match.size or 0
+        entry = graph.nodes[match.entry].name if match.entry is not None else context.entry
+        given = graph.by_name.get(context.entry)
+        if given is not None and given != match.entry:
+            message = (
+                f"the board starts task {name!r} at {context.entry}(), but the firmware "
+                f"creates it at {entry}() ({match.via} in {match.creator})"
+            )
+            findings.append(Finding("task", context.name, message))
+        budget = context.stack_budget()
+        if budget is not None and budget > size:
+            message = (
+                f"the board gives it {budget} bytes, more than the {size} bytes of stack the "
+                f"firmware creates task {name!r} with ({match.via} in {match.creator}); its "
+                "budget is the real stack's"
+            )
+            findings.append(Finding("task", context.name, message))
+            budget = size
+        stacks.append(TaskStack(context.name, name, entry, budget or size, size))
+    taken = {stack.task for stack in stacks}
+    for name, task in sorted(created.items()):
+        if name not in taken and task.entry is not None and task.size is not None:
+            entry = graph.nodes[task.entry].name
+            stacks.append(TaskStack(name, name, entry, task.size, task.size))
+    taken |= set(created)
+    covered = {graph.by_name.get(c.entry) for c in listed}
+    for task in found:
+        if not task.complete and task.entry not in covered:
+            what = graph.nodes[task.entry].name + "()" if task.entry is not None else "a task"
+            message = (
+                f"{task.creator} creates {what} through {task.via} at 0x{task.call:x} with "
+                "a name or stack depth that is no constant in the image: list the task in the "
+                "board (kind: task, entry, task: its name, stack: {size: BYTES})"
+            )
+            findings.append(Finding("task", f"created at 0x{task.call:x}", message))
+    for name in sorted(set(running or {}) - taken):
+        message = (
+            f"the kernel runs task {name!r}, which no constant task creation and no board "
+            "task names: list it in the board (kind: task, entry, task, stack: {size: BYTES})"
+        )
+        findings.append(Finding("task", name, message))
+    return stacks, findings
+
+
+def _listed_only(
+    context: Context,
+    name: str,
+    found: Sequence[CreatedTask],
+    graph: CallGraph,
+    running: Mapping[str, int] | None,
+    findings: list[Finding],
+) -> list[TaskStack]:
+    """A board task no constant creation names: bounded from the board's entry and size,
+    and a finding when the firmware creates its entry under other names, or a run shows
+    no task of its name."""
+    entry = graph.by_name.get(context.entry)
+    others = sorted({t.name for t in found if t.entry == entry and t.name and entry is not None})
+    never = running is not None and name not in running
+    if others or never:
+        names = ", ".join(repr(other) for other in others)
+        created = f"; it creates {context.entry}() as {names}" if others else ""
+        seen = f"; the run's tasks: {', '.join(sorted(running or {})) or 'none'}" if never else ""
+        message = f"the firmware creates no task named {name!r}{created}{seen}"
+        findings.append(Finding("task", context.name, message))
+    budget = context.stack_budget()
+    if budget is None:
+        message = (
+            f"task {name!r} has no stack size: no constant creation gives it; give it in the "
+            "board (stack: {size: BYTES})"
+        )
+        findings.append(Finding("task", context.name, message))
+        return []
+    return [TaskStack(context.name, name, context.entry, budget, None)]
 
 
 def run_firmware(
@@ -121,7 +261,33 @@ def run_firmware(
         if memory.writable() and chosen.name in memory.access
     ]
     calls = semihosting_calls(image)
-    return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout, calls)
+    late = _late_paints(image) if chosen.rtos == "freertos" else None
+    return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout, calls, late)
+
+
+# The functions that take a task's stack from the caller, and how (`LatePaints`).
+STATIC_CREATORS = {"xTaskCreateStatic": "static", "xTaskCreateRestrictedStatic": "parameters"}
+HEAPS = ("ucHeap",)
+"""FreeRTOS's heap_1, heap_2 and heap_4 array (heap_5's regions are the application's, and
+named so in its own code: a `ucHeap` there is painted as well)."""
+
+
+def _late_paints(image: Image) -> LatePaints:
+    """What a FreeRTOS firmware's task stacks are painted with while it runs: its heap at
+    `main` (after the startup code zeroed it, before any task is created), and each stack
+    handed to a static creation when the call is made. Every task stack then holds the
+    fill below its deepest use, whatever the kernel's configuration fills."""
+    functions = {name: f.address for f in image.iter_functions() for name in f.names}
+    main = functions.get("main")
+    heaps = tuple(
+        Paint(symbol.address, symbol.size, FILL)
+        for name in HEAPS
+        if (symbol := image.get_symbol(name)) is not None and symbol.size
+    )
+    creators = tuple(
+        (functions[name], kind) for name, kind in STATIC_CREATORS.items() if name in functions
+    )
+    return LatePaints(main, heaps, creators, FILL)
 
 
 def _in_sections(image: Image, low: int, high: int) -> bool:
@@ -141,28 +307,37 @@ def _initial_stack_pointer(image: Image, core: Core) -> int | None:
     return None if data is None else int.from_bytes(data, "little")
 
 
-def _marks(
-    image: Image, board: Board, core: Core, contexts: Sequence[Context], run: RunMemory
-) -> dict[str, int]:
-    """Each stack's high-water mark in the run: the main stack's from the paint, each
-    task's from its RTOS's fill, found through the RTOS's task lists."""
-    marks: dict[str, int] = {}
-    main = _main_context(board, core)
+def _main_mark(image: Image, core: Core, budget: int, run: RunMemory) -> int | None:
+    """The main stack's high-water mark in the run, from the paint below its top."""
     top = _initial_stack_pointer(image, core)
-    budget = main.stack_budget() if main is not None else None
-    if main is not None and top is not None and budget is not None:
-        left = unused_words(run, top - budget, budget)
-        if left is not None:
-            marks[main.name] = budget - left
-    if core.rtos == "freertos":
-        stacks = task_stacks(image, run, layout_of(image.path))
-        for context in contexts:
-            budget = context.stack_budget()
-            low = stacks.get(context.task or "") if context.kind == "task" else None
-            left = untouched(run, low, budget) if low is not None and budget else None
-            if left is not None and budget is not None:
-                marks[context.name] = budget - left
-    return marks
+    if top is None:
+        return None
+    left = unused_words(run, top - budget, budget)
+    return None if left is None else budget - left
+
+
+def _has_task_lists(image: Image) -> bool:
+    return any(image.get_symbol(name) is not None for name in (*LISTS, "pxCurrentTCB"))
+
+
+def _task_mark(
+    task: TaskStack, running: Mapping[str, int], run: RunMemory
+) -> tuple[int | None, list[Finding]]:
+    """A task's high-water mark: its stack's size less the bytes at its low end that still
+    hold the fill. None when the task was not running at the end, or its stack's low end
+    holds no fill at all (nothing filled it: no mark, rather than a false overflow)."""
+    low = running.get(task.task)
+    size = task.size or task.budget
+    left = untouched(run, low, size) if low is not None else None
+    if left is None:
+        return None, []
+    if left == 0 and low is not None and not run.was_painted(low):
+        message = (
+            f"no mark: the lowest bytes of task {task.task!r}'s stack at 0x{low:08x} hold no "
+            f"fill (0x{FILL:02X}), so the run cannot tell how deep it went"
+        )
+        return None, [Finding("stack-mark", task.context, message)]
+    return size - left, []
 
 
 def _core(board: Board, name: str | None) -> Core:
@@ -322,6 +497,7 @@ def _main_bound(
     analysis: Analysis,
     image: Image,
     nesting: tuple[int | None, tuple[tuple[str, int | None], ...], list[Finding]],
+    masked: bool = False,
 ) -> ContextBound:
     findings: list[Finding] = []
     own = _entry_bound(context, analysis, image, findings)
@@ -340,7 +516,10 @@ def _main_bound(
     if own.bytes is None or handlers is None:
         total = None
     elif core.rtos != "none" and _starts_scheduler(analysis, core):
-        total = max(own.bytes, handlers)
+        # The port resets the main stack pointer when the first task starts: after that
+        # only the handlers nest there. Before, an interrupt lands on main's frames, unless
+        # the firmware keeps interrupts masked until then (a hint says so).
+        total = max(own.bytes if masked else own.bytes + handlers, handlers)
     else:
         total = own.bytes + handlers
     return ContextBound(context.name, total, own.path, costs, tuple(findings))
@@ -366,13 +545,19 @@ def _starts_scheduler(analysis: Analysis, core: Core) -> bool:
     return any(name in analysis.graph.by_name for name in port.start_symbols)
 
 
-def _task_bound(context: Context, core: Core, analysis: Analysis, image: Image) -> ContextBound:
+def _task_bound(task: TaskStack, core: Core, analysis: Analysis, image: Image) -> ContextBound:
     findings: list[Finding] = []
-    own = _entry_bound(context, analysis, image, findings)
+    root = analysis.graph.by_name.get(task.entry)
+    if root is None:
+        message = f"its entry function {task.entry}() is not in {image.path.name}"
+        findings.append(Finding("stack-unbounded", task.context, message))
+        own = Bound(None)
+    else:
+        own = analysis.bound(root)
+        findings += _problems(task.context, analysis, root, own)
     port = port_for(core.rtos, core.cpu, core.float_abi)
-    root = analysis.graph.by_name.get(context.entry)
     uses_fpu = root is None or analysis.graph.reaches_floating(root, analysis.edges)
     switch = task_switch_cost(port, core.cpu, core.float_abi, uses_fpu)
     total = None if own.bytes is None else own.bytes + switch
     switched = ((f"{SWITCH} ({port.rtos} {port.name})", switch),)
-    return ContextBound(context.name, total, own.path, switched, tuple(findings))
+    return ContextBound(task.context, total, own.path, switched, tuple(findings))

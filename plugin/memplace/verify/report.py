@@ -24,6 +24,9 @@ CHECKS = {
     "stack-bound": "the static stack bound fits the stack budget",
     "stack-analysis": "the measured high-water mark does not exceed the static bound",
     "stack-budget": "the measured high-water mark stays under the stack budget",
+    "stack-mark": "the run measured every task's stack: its low end holds the fill",
+    "task": "every task the firmware creates is bounded: created with constants or listed in "
+    "the board, which lists only tasks the firmware creates, with no more stack than they get",
     "vector": "an isr wired to a device interrupt line is that line's vector table entry",
     "run": "the run on the target passed every check of the exerciser",
 }

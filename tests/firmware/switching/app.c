@@ -3,8 +3,10 @@
 #include <stdint.h>
 
 typedef struct tskTaskControlBlock TCB_t;
-void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, uint32_t *stack,
-                       TCB_t *tcb);
+void *xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, void *parameters,
+                        uint32_t priority, uint32_t *stack, TCB_t *tcb);
+uint32_t xTaskCreate(void (*code)(void *), const char *name, uint16_t words, void *parameters,
+                     uint32_t priority, void **created);
 void vTaskStartScheduler(void);
 void vInitialiseLists(void);
 void taskYIELD(void);
@@ -45,6 +47,24 @@ void vDeepTask(void *argument)
     for (uint32_t n = 0u;; n++) {
         deep(n);
         taskYIELD();
+    }
+}
+
+/* One entry for several tasks: each works as deep as its argument says. */
+__attribute__((noinline)) static void work(uint32_t depth)
+{
+    volatile uint8_t frame[64];
+    frame[depth % sizeof frame] = (uint8_t)depth;
+    if (depth > 1u) {
+        sink += frame[1];
+    }
+    taskYIELD();
+}
+
+void vWorkerTask(void *argument)
+{
+    for (;;) {
+        work((uint32_t)(uintptr_t)argument);
     }
 }
 
@@ -128,8 +148,20 @@ int main(void)
 {
     vInitialiseLists();
     start_interrupts();
-    xTaskCreateStatic(vDeepTask, "Deep", 128u, deep_stack, &deep_tcb);
-    xTaskCreateStatic(vShallowTask, "Shallow", 128u, shallow_stack, &shallow_tcb);
+    xTaskCreateStatic(vDeepTask, "Deep", 128u, 0, 1u, deep_stack, &deep_tcb);
+    xTaskCreateStatic(vShallowTask, "Shallow", 128u, 0, 1u, shallow_stack, &shallow_tcb);
+    /* Two tasks of one entry, their stacks and control blocks from the heap. */
+    xTaskCreate(vWorkerTask, "Worker 1", 96u, (void *)1, 1u, 0);
+    xTaskCreate(vWorkerTask, "Worker 2", 96u, (void *)2, 1u, 0);
+#if defined(NAMED_AT_RUN_TIME)
+    /* A name made at run time: found only in the kernel's lists. */
+    char name[5];
+    for (uint32_t i = 0u; i < 4u; i++) {
+        name[i] = "Late"[i] + (char)(sink & 0u);
+    }
+    name[4] = 0;
+    xTaskCreate(vWorkerTask, name, 64u, (void *)3, 1u, 0);
+#endif
     vTaskStartScheduler();
     return 0;
 }

@@ -75,12 +75,12 @@ static void prvTaskExitError(void)
     }
 }
 
-void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, uint32_t *stack,
-                       TCB_t *tcb)
+/* As FreeRTOS's prvInitialiseNewTask: the name, the stack's low end, and a first frame one
+ * word below the top, aligned down to 8. Like FreeRTOS without stack overflow checking or
+ * tracing, it does not fill the stack: the marks come from memplace's paint. */
+static void prvInitialiseNewTask(void (*code)(void *), const char *name, uint32_t words,
+                                 void *parameters, uint32_t *stack, TCB_t *tcb)
 {
-    for (uint32_t i = 0u; i < words * 4u; i++) {
-        ((volatile uint8_t *)stack)[i] = tskSTACK_FILL_BYTE;
-    }
     for (uint32_t i = 0u; i < configMAX_TASK_NAME_LEN - 1u && name[i]; i++) {
         tcb->pcTaskName[i] = name[i];
     }
@@ -91,7 +91,7 @@ void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, u
     *--top = (uint32_t)(uintptr_t)code; /* PC */
     *--top = (uint32_t)(uintptr_t)prvTaskExitError; /* LR */
     top -= 5;                           /* r12, r3, r2, r1 */
-    *top = 0u;                          /* r0: the task's argument */
+    *top = (uint32_t)(uintptr_t)parameters; /* r0: the task's argument */
 #if defined(__ARM_FP)
     *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
 #endif
@@ -102,6 +102,46 @@ void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, u
     if (pxCurrentTCB == 0) {
         pxCurrentTCB = tcb;
     }
+}
+
+/* FreeRTOS's signature: the stack and the control block are the application's. */
+void *xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, void *parameters,
+                        uint32_t priority, uint32_t *stack, TCB_t *tcb)
+{
+    (void)priority;
+    prvInitialiseNewTask(code, name, words, parameters, stack, tcb);
+    return tcb;
+}
+
+/* The heap as heap_1 keeps it: ucHeap, handed out in order and never freed. */
+#ifndef HEAP
+#define HEAP ucHeap
+#endif
+static uint8_t HEAP[2048] __attribute__((aligned(8)));
+static uint32_t xNextFreeByte;
+
+static void *pvPortMalloc(uint32_t size)
+{
+    void *block = &HEAP[xNextFreeByte];
+    xNextFreeByte += (size + 7u) & ~7u;
+    return block;
+}
+
+/* FreeRTOS's signature: stack and control block from the heap. */
+uint32_t xTaskCreate(void (*code)(void *), const char *name, uint16_t words, void *parameters,
+                     uint32_t priority, void **created)
+{
+    (void)priority;
+    uint32_t *stack = pvPortMalloc(words * 4u);
+    TCB_t *tcb = pvPortMalloc(sizeof(TCB_t));
+    for (uint32_t i = 0u; i < sizeof(TCB_t); i++) {
+        ((uint8_t *)tcb)[i] = 0u;
+    }
+    prvInitialiseNewTask(code, name, words, parameters, stack, tcb);
+    if (created) {
+        *created = tcb;
+    }
+    return 1u;
 }
 
 /* Round robin over the ready list of priority 1. */
