@@ -57,7 +57,7 @@ def _build(build: Path, flags: list[str]) -> Path:
     build.mkdir()
     gcc = process.find_tool("arm-none-eabi-gcc")
     objects = []
-    for name in ("rtos", "app", "startup"):
+    for name in ("rtos", "app", "more", "startup"):
         objects.append(str(build / f"{name}.o"))
         argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
         assert (
@@ -88,13 +88,31 @@ def test_tasks_are_found_bounded_and_measured_without_being_listed(
     static = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
     assert main([*argv, "--run", "--timeout", "2"]) == 0
     stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
-    assert sorted(stacks) == ["Worker 1", "Worker 2", "deep", "main", "shallow"]
-    for name in ("Worker 1", "Worker 2"):
+    assert sorted(stacks) == ["Other", "Worker 1", "Worker 2", "deep", "main", "shallow"]
+    for name in ("Worker 1", "Worker 2", "Other"):
         worker = stacks[name]
         assert worker["budget"] == 96 * 4
-        assert worker["path"] == ["vWorkerTask", "work"]
         assert worker["static_bound"] == static[name]["static_bound"]
         assert 64 < worker["measured"] <= worker["static_bound"]
+    # Two static functions named work, in app.c and more.c: each task's path says which.
+    assert stacks["Worker 1"]["path"] == ["vWorkerTask", "app.c:work"]
+    assert stacks["Other"]["path"] == ["vOtherTask", "more.c:work"]
+
+
+def test_a_hint_names_one_of_two_static_functions_by_its_file(
+    firmware: Path, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json"]
+    assert main(argv) == 0
+    before = {
+        s["context"]: s["static_bound"] for s in json.loads(capsys.readouterr().out)["stacks"]
+    }
+    hints = tmp_path / "hints.yaml"
+    hints.write_text("memplace: stack_hints/v1\nframes:\n  - {function: more.c:work, size: 200}\n")
+    assert main([*argv, "--stack-hints", str(hints)]) == 0
+    after = {s["context"]: s["static_bound"] for s in json.loads(capsys.readouterr().out)["stacks"]}
+    assert after["Other"] > before["Other"]
+    assert after["Worker 1"] == before["Worker 1"]
 
 
 def test_a_stack_nothing_filled_has_no_mark(
@@ -131,7 +149,7 @@ def test_a_stack_nothing_filled_has_no_mark(
         (
             "ghost: {core: cpu0, kind: task, entry: vDeepTask, task: Ghost, stack: {size: 512}}",
             "the firmware creates no task named 'Ghost'; it creates vDeepTask() as 'Deep'; "
-            "the run's tasks: Deep, Shallow, Worker 1, Worker 2",
+            "the run's tasks: Deep, Other, Shallow, Worker 1, Worker 2",
         ),
         (
             "deep: {core: cpu0, kind: task, entry: vDeepTask, task: Deep, stack: {size: 1024}}",

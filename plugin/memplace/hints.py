@@ -22,7 +22,8 @@ interrupts_masked_until_scheduler: true   # an RTOS firmware takes no interrupt 
 ```
 
 Function names are as the symbol table spells them (`nm`): a static clone is
-`helper.constprop.0`. A name that is in none of the images is a warning (a build at another
+`helper.constprop.0`. Where static functions of several files share a name, `file.c:name`
+names one of them (reports name them so), and the plain name all of them. A name that is in none of the images is a warning (a build at another
 optimisation level may inline it or leave it out), with the nearest name that is.
 
 A board or workload file may hold hints too, under `stack_hints:`: a list whose items are
@@ -53,7 +54,9 @@ KEYS = (
     "interrupts_masked_until_scheduler",
 )
 
-_FUNCTION = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
+# A name as the symbol table spells it, or `file.c:name` for one of several static
+# functions of that name.
+_FUNCTION = re.compile(r"^(?:[\w.+-]+:)?[A-Za-z_.$][A-Za-z0-9_.$]*$")
 _SITE = re.compile(r"^(.+?):(\d+)(?::(\d+))?$")
 
 

@@ -69,6 +69,7 @@ void vWorkerTask(void *argument)
 }
 
 uint32_t uxTaskGetStackHighWaterMark(TCB_t *tcb);
+void vStartOtherTask(void);
 static TCB_t deep_tcb;
 
 /* Semihosting SYS_WRITE0: a line on QEMU's console. */
@@ -153,6 +154,7 @@ int main(void)
     /* Two tasks of one entry, their stacks and control blocks from the heap. */
     xTaskCreate(vWorkerTask, "Worker 1", 96u, (void *)1, 1u, 0);
     xTaskCreate(vWorkerTask, "Worker 2", 96u, (void *)2, 1u, 0);
+    vStartOtherTask();
 #if defined(NAMED_AT_RUN_TIME)
     /* A name made at run time: found only in the kernel's lists. */
     char name[5];
