@@ -23,8 +23,9 @@ interrupts_masked_until_scheduler: true   # an RTOS firmware takes no interrupt 
 
 Function names are as the symbol table spells them (`nm`): a static clone is
 `helper.constprop.0`. Where static functions of several files share a name, `file.c:name`
-names one of them (reports name them so), and the plain name all of them. A name that is in none of the images is a warning (a build at another
-optimisation level may inline it or leave it out), with the nearest name that is.
+names one of them (reports name them so), and the plain name all of them. A name that is
+in none of the images is a warning (a build at another optimisation level may inline it or
+leave it out), with the nearest name that is.
 
 A board or workload file may hold hints too, under `stack_hints:`: a list whose items are
 what a hints file holds (`memplace: stack_hints/v1` may be left out, the file they sit in is
