@@ -392,3 +392,98 @@ def test_a_line_past_the_end_of_the_vector_table_is_a_finding(
         "0x00000000 (it has 25 entries)"
     )
     assert json.loads(out)["stacks"][0]["static_bound"] is None
+
+
+# A recursion through a hub with three ways back (as a trace recorder's error paths), and a
+# call on its way out that a hint can cut.
+RECURSIVE = """
+#include <stdint.h>
+volatile uint32_t sink;
+static uint32_t hub(uint32_t n);
+#define SPOKE(name, bytes) \\
+    __attribute__((noinline)) static uint32_t name(uint32_t n) \\
+    { volatile uint8_t f[bytes]; f[n % bytes] = (uint8_t)n; return hub(n - 1u) + f[1]; }
+SPOKE(big, 200)
+SPOKE(middle, 120)
+SPOKE(small, 40)
+__attribute__((noipa)) static uint32_t rare(uint32_t n)
+{ volatile uint8_t f[1000]; f[n % 1000u] = 1u; return f[3]; }
+__attribute__((noinline)) static uint32_t hub(uint32_t n)
+{
+    volatile uint8_t f[8];
+    f[0] = (uint8_t)n;
+    switch (n & 3u) {
+    case 0u: return big(n);
+    case 1u: return middle(n);
+    case 2u: return small(n);
+    default: return n > 64u ? rare(n) : f[0];
+    }
+}
+void vRecursiveTask(void *argument) { for (;;) { sink = hub((uint32_t)(uintptr_t)argument); } }
+void SysTick_Handler(void) {}
+void TIMER0_Handler(void) {}
+void vTaskStartScheduler(void) {}
+int main(void) { vTaskStartScheduler(); return 0; }
+"""
+
+
+def test_recursion_costs_its_deepest_pass_and_a_cut_call_is_an_assumption(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pass through the recursion goes hub > big > hub > middle at most: never through
+    all three spokes at once. A call cut by a hint leaves the graph, and every report says
+    the bound rests on it."""
+    source = tmp_path / "recursive.c"
+    source.write_text(RECURSIVE)
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    flags = [*FLAGS, "-fstack-usage", "-fcallgraph-info=su,da"]
+    for name, path in (("recursive", source), ("startup", SOURCES / "startup.c")):
+        argv = [gcc, *flags, "-c", str(path), "-o", str(tmp_path / f"{name}.o")]
+        assert process.run(argv, timeout=120, cwd=tmp_path).returncode == 0
+    elf = tmp_path / "recursive.elf"
+    argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld"), "-o", str(elf)]
+    argv += [str(tmp_path / "recursive.o"), str(tmp_path / "startup.o")]
+    assert process.run(argv, timeout=120).returncode == 0
+    frames = _su_frames(tmp_path)
+    board = BOARD.split("contexts:")[0] + (
+        "contexts:\n  worker: {core: cpu0, kind: task, entry: vRecursiveTask, "
+        "stack: {size: 8192}}\n"
+    )
+    hints = tmp_path / "hints.yaml"
+    hints.write_text("memplace: stack_hints/v1\nrecursion:\n  - {function: hub, depth: 3}\n")
+    argv = [str(elf), "--objects", str(tmp_path), "--stack-hints", str(hints), "--json"]
+    code, out, _ = _stacks(capsys, tmp_path, board, *argv)
+    assert code == 0, out
+    worker = json.loads(out)["stacks"][1]
+    spokes = sorted(frames[name] for name in ("big", "middle", "small"))
+    every_frame = frames["hub"] + sum(spokes)
+    deepest = frames["hub"] + spokes[-1] + spokes[-2]  # big > hub > middle
+    exit_cost = frames["rare"]  # taken from hub's frame, which the pass holds already
+    own = frames["vRecursiveTask"]
+    assert worker["static_bound"] == own + 3 * deepest + exit_cost + 76
+    assert worker["static_bound"] < own + 3 * every_frame + exit_cost + 76
+    cut = hints.read_text() + "cut_calls:\n  - {caller: hub, callee: rare}\n"
+    hints.write_text(cut)
+    junit, sarif = tmp_path / "stacks.xml", tmp_path / "stacks.sarif"
+    code, out, _ = _stacks(
+        capsys, tmp_path, board, *argv, "--junit", str(junit), "--sarif", str(sarif)
+    )
+    report = json.loads(out)
+    assert code == 0 and report["stacks"][1]["static_bound"] < worker["static_bound"] - 900
+    said = f"call cut: hub never calls rare ({hints}:5:14)"
+    assert report["assumptions"] == [said]
+    code, out, _ = _stacks(capsys, tmp_path, board, *argv[:-1])
+    assert f"assumption: {said}\n" in out
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert [p.get("value") for p in suite.iter("property")] == [said]
+    run = json.loads(sarif.read_text())["runs"][0]
+    assert run["properties"]["assumptions"] == [said]
+    # Only what ran is listed: no run, so no run check nor measured marks.
+    ran = {rule["id"] for rule in run["tool"]["driver"]["rules"]}
+    assert ran == {"stack-unbounded", "stack-bound", "vector", "task"}
+    classes = {case.get("classname") for case in suite.iter("testcase")}
+    assert classes == {f"memplace.{check}" for check in ("stack-unbounded", "stack-bound")} | {
+        "memplace.vector",
+        "memplace.task",
+    }

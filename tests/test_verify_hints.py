@@ -94,6 +94,21 @@ def test_sites_match_by_trailing_path_and_column() -> None:
             "missing required key 'targets'",
         ),
         (
+            "memplace: stack_hints/v1\ncut_calls:\n  - {caller: f}\n",
+            "h.yaml:3:5",
+            "missing required key 'callee'",
+        ),
+        (
+            "memplace: stack_hints/v1\ncut_calls:\n  - {caller: f, callee: 'a b'}\n",
+            "h.yaml:3:25",
+            "is not a function name",
+        ),
+        (
+            "memplace: stack_hints/v1\ninterrupts_masked_until_scheduler: yes please\n",
+            "h.yaml:2:36",
+            "expected true or false, got 'yes please'",
+        ),
+        (
             "memplace: stack_hints/v1\nindirect_calls: {caller: f}\n",
             "h.yaml:2:17",
             "expected a list",

@@ -16,6 +16,8 @@ alloca:                        # bytes of alloca and VLAs one activation takes a
   - {function: format_row, size: 256}
 frames:                        # a function's own frame, where its code cannot be followed
   - {function: switch_stacks, size: 64}
+cut_calls:                     # calls the code holds but never makes (an assumption,
+  - {caller: xTaskIncrementTick, callee: vApplicationTickHook}   # reported with the bounds)
 interrupts_masked_until_scheduler: true   # an RTOS firmware takes no interrupt before its
                                           # scheduler starts: main's frames and the
                                           # handlers' never share the main stack
@@ -52,6 +54,7 @@ KEYS = (
     "recursion",
     "alloca",
     "frames",
+    "cut_calls",
     "interrupts_masked_until_scheduler",
 )
 
@@ -109,11 +112,25 @@ class FunctionHint:
 
 
 @dataclass(frozen=True)
+class CutCall:
+    """A call the code holds that is never made: its edge leaves the call graph."""
+
+    caller: str
+    callee: str
+    mark: Mark
+    callee_mark: Mark
+
+    def __str__(self) -> str:
+        return f"{self.caller} never calls {self.callee} ({self.mark})"
+
+
+@dataclass(frozen=True)
 class StackHints:
     indirect_calls: tuple[IndirectHint, ...] = ()
     recursion: tuple[FunctionHint, ...] = ()
     alloca: tuple[FunctionHint, ...] = ()
     frames: tuple[FunctionHint, ...] = ()
+    cut_calls: tuple[CutCall, ...] = ()
     masked_until_scheduler: bool = False
     source: str = "<none>"
     # Files whose hints may name functions no image links (the bundled library sets).
@@ -126,6 +143,7 @@ class StackHints:
             recursion=self.recursion + other.recursion,
             alloca=self.alloca + other.alloca,
             frames=self.frames + other.frames,
+            cut_calls=self.cut_calls + other.cut_calls,
             masked_until_scheduler=self.masked_until_scheduler or other.masked_until_scheduler,
             source=f"{self.source}, {other.source}",
             lenient=self.lenient | other.lenient,
@@ -155,6 +173,7 @@ class StackHints:
             recursion=_function_hints(root, "recursion", "depth", minimum=1),
             alloca=_function_hints(root, "alloca", "size", minimum=0),
             frames=_function_hints(root, "frames", "size", minimum=0),
+            cut_calls=tuple(_cut(item) for item in _items(root, "cut_calls")),
             masked_until_scheduler=_flag(root, "interrupts_masked_until_scheduler"),
             source=doc.file,
         )
@@ -172,6 +191,8 @@ class StackHints:
         for key, value_key, group in groups:
             if group:
                 data[key] = [{"function": h.function, value_key: h.value} for h in group]
+        if self.cut_calls:
+            data["cut_calls"] = [{"caller": c.caller, "callee": c.callee} for c in self.cut_calls]
         if self.masked_until_scheduler:
             data["interrupts_masked_until_scheduler"] = True
         return data
@@ -185,7 +206,20 @@ class StackHints:
             found += list(zip(hint.targets, hint.target_marks, strict=True))
         for group in (self.recursion, self.alloca, self.frames):
             found += [(hint.function, hint.mark) for hint in group]
+        for cut in self.cut_calls:
+            found += [(cut.caller, cut.mark), (cut.callee, cut.callee_mark)]
         return [(name, mark) for name, mark in found if mark.file not in self.lenient]
+
+    def is_cut(self, caller: tuple[str, ...], callee: tuple[str, ...]) -> bool:
+        """Whether a hint says the call from `caller` to `callee` is never made."""
+        return any(c.caller in caller and c.callee in callee for c in self.cut_calls)
+
+    def assumptions(self) -> tuple[str, ...]:
+        """What the hints assume that no analysis checks, as the reports say it."""
+        said = [f"call cut: {cut}" for cut in self.cut_calls]
+        if self.masked_until_scheduler:
+            said.append(f"interrupts stay masked until the scheduler starts ({self.source})")
+        return tuple(said)
 
     def recursion_depth(self, names: tuple[str, ...]) -> int | None:
         depths = [h.value for h in self.recursion if h.function in names]
@@ -289,6 +323,17 @@ def _indirect(item: Node) -> IndirectHint:
         at=at,
         mark=item.doc.mark(item.child("caller").path),
         target_marks=tuple(marks),
+    )
+
+
+def _cut(item: Node) -> CutCall:
+    item.mapping(("caller", "callee"), required=("caller", "callee"))
+    caller, callee = item.child("caller"), item.child("callee")
+    return CutCall(
+        caller=_function(caller),
+        callee=_function(callee),
+        mark=item.doc.mark(caller.path),
+        callee_mark=item.doc.mark(callee.path),
     )
 
 

@@ -72,7 +72,13 @@ def verify(
         )
     if run is not None:
         findings += _run_findings(run)
-    return Report(tuple(dict.fromkeys(findings)), tuple(stacks), warnings)
+    assumptions = hints.assumptions() if hints is not None else ()
+    checks = tuple(c for c in CHECKS if c not in STACKS_ONLY)
+    return Report(tuple(dict.fromkeys(findings)), tuple(stacks), warnings, assumptions, checks)
+
+
+STACKS_ONLY = ("task", "stack-mark")
+"""Checks only `memplace stacks` runs (on firmware memplace did not generate)."""
 
 
 def project_hints(folder: Path) -> StackHints | None:

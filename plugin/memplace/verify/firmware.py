@@ -114,7 +114,15 @@ def check_stacks(
         stacks.append(_stack_report(task.context, task.budget, bound, measured))
     if run is not None and run.exit_code not in (None, 0):
         findings.append(Finding("run", "exit", f"the firmware exited with code {run.exit_code}"))
-    return Report(tuple(dict.fromkeys(findings)), tuple(stacks), warnings)
+    checks = STACK_CHECKS + (RUN_CHECKS if run is not None else ())
+    return Report(
+        tuple(dict.fromkeys(findings)), tuple(stacks), warnings, hints.assumptions(), checks
+    )
+
+
+STACK_CHECKS = ("stack-unbounded", "stack-bound", "vector", "task")
+"""The checks `memplace stacks` runs from the image alone; a run adds RUN_CHECKS."""
+RUN_CHECKS = ("stack-analysis", "stack-budget", "stack-mark", "run")
 
 
 def _stack_report(name: str, budget: int, bound: ContextBound, measured: int | None) -> StackReport:

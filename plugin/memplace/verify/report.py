@@ -109,6 +109,10 @@ class Report:
     warnings: tuple[str, ...] = ()
     """What the check could not use but that fails nothing (a stack hint naming a
     function this build does not have)."""
+    assumptions: tuple[str, ...] = ()
+    """What the bounds take on the hints' word alone (a call cut, interrupts masked)."""
+    checks: tuple[str, ...] | None = None
+    """The checks that ran (None: every check of CHECKS)."""
 
     @property
     def ok(self) -> bool:
@@ -120,6 +124,7 @@ class Report:
             "findings": [f.to_json() for f in self.findings],
             "stacks": [s.to_json() for s in self.stacks],
             "warnings": list(self.warnings),
+            "assumptions": list(self.assumptions),
         }
 
     def dumps(self) -> str:
@@ -137,6 +142,7 @@ class Report:
             if stack.path and stack.static_bound is not None:
                 lines.append(f"  deepest path: {' > '.join(stack.path)}")
             lines += _interrupt_lines(stack)
+        lines += [f"assumption: {assumption}" for assumption in self.assumptions]
         lines += [f"warning: {warning}" for warning in self.warnings]
         for finding in self.findings:
             lines.append(f"FAIL {finding.check} {finding.subject}: {finding.message}")

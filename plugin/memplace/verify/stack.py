@@ -46,6 +46,8 @@ from memplace.verify.report import SWITCH, Finding
 from memplace.verify.rtos import port_for, task_switch_cost
 
 OBJDUMP = "arm-none-eabi-objdump"
+MAX_PASS_STEPS = 200_000
+"""Paths walked at most through one recursion's component for its deepest pass."""
 OBJDUMP_TIMEOUT = 120.0
 
 
@@ -124,6 +126,8 @@ class Analysis:
                 # A branch into another function's body (a shared error path, as libgcc's
                 # division takes) costs at most that whole function.
                 target = self._containing(call.target)
+                if target is not None and self._cut(names, target):
+                    continue  # a hint says this call is never made
                 if target is not None:
                     edges.append((depth, target))
                 else:
@@ -151,11 +155,16 @@ class Analysis:
                 continue
             for name in targets:
                 target = self.graph.by_name.get(name)
-                if target is not None:
+                if target is not None and not self._cut(names, target):
                     edges.append((depth, target))
         self.edges[address] = edges
         self.own[address] = problems
         self.frames[address] = frame + extra
+
+    def _cut(self, caller: tuple[str, ...], target: int) -> bool:
+        return bool(self.hints.cut_calls) and self.hints.is_cut(
+            caller, self.graph.nodes[target].function.names
+        )
 
     def _containing(self, address: int) -> int | None:
         if address in self.graph.nodes:
@@ -205,7 +214,7 @@ class Analysis:
                     f"recursion {cycle} has no depth; bound it with a recursion hint",
                 )
             )
-        trip = sum(self.frames[m] for m in component)
+        trip = self._deepest_pass(component, members)
         exit_cost, best = 0, None
         for member in component:
             for call_depth, target in self.edges[member]:
@@ -221,6 +230,25 @@ class Analysis:
             self.best[member] = best
             if depth is not None:
                 self.recursion[member] = depth
+
+    def _deepest_pass(self, component: list[int], members: set[int]) -> int:
+        """The stack one pass through a recursion takes: the deepest simple call path
+        inside its component (the call depths along it, then the last function's frame).
+        A component whose paths are too many to walk within MAX_PASS_STEPS is charged all
+        its frames, which holds for any path."""
+        best, steps = 0, 0
+        for start in component:
+            stack = [(start, frozenset((start,)), 0)]
+            while stack:
+                at, seen, depth = stack.pop()
+                steps += 1
+                if steps > MAX_PASS_STEPS:
+                    return sum(self.frames[m] for m in component)
+                best = max(best, depth + self.frames[at])
+                for call_depth, target in self.edges[at]:
+                    if target in members and target not in seen:
+                        stack.append((target, seen | {target}, depth + call_depth))
+        return best
 
     def _cycle(self, component: list[int]) -> list[str]:
         """A cycle through the component's first function, by name."""
