@@ -91,6 +91,7 @@ def check_stacks(
         layout = layout_of(image.path)
         found = created_tasks(image, graph, layout.name_length)
         if run is not None:
+            found = (*found, *_created_at_run(run, graph))
             running = task_stacks(image, run, layout) if _has_task_lists(image) else None
         tasks, findings = _task_stacks(contexts, found, graph, running)
     stacks = []
@@ -123,6 +124,16 @@ def check_stacks(
 STACK_CHECKS = ("stack-unbounded", "stack-bound", "vector", "task")
 """The checks `memplace stacks` runs from the image alone; a run adds RUN_CHECKS."""
 RUN_CHECKS = ("stack-analysis", "stack-budget", "stack-mark", "run")
+
+
+def _created_at_run(run: RunMemory, graph: CallGraph) -> tuple[CreatedTask, ...]:
+    """The task creations the run made, as the calls were given them (the image's
+    constants may not say: a depth computed, a name built)."""
+    return tuple(
+        CreatedTask("the run", 0, "a creation call", task.entry, task.name, task.words)
+        for task in run.created
+        if task.entry in graph.nodes and task.words
+    )
 
 
 def _stack_report(name: str, budget: int, bound: ContextBound, measured: int | None) -> StackReport:
@@ -196,7 +207,7 @@ def _task_stacks(
             stacks.append(TaskStack(name, name, entry, task.size, task.size))
     taken |= set(created)
     covered = {graph.by_name.get(c.entry) for c in listed}
-    for task in found:
+    for task in found if running is None else ():  # (a run shows what was created)
         if not task.complete and task.entry not in covered:
             what = graph.nodes[task.entry].name + "()" if task.entry is not None else "a task"
             message = (
@@ -207,7 +218,7 @@ def _task_stacks(
             findings.append(Finding("task", f"created at 0x{task.call:x}", message))
     for name in sorted(set(running or {}) - taken):
         message = (
-            f"the kernel runs task {name!r}, which no constant task creation and no board "
+            f"the kernel runs task {name!r}, which no task creation memplace follows and no board "
             "task names: list it in the board (kind: task, entry, task, stack: {size: BYTES})"
         )
         findings.append(Finding("task", name, message))
@@ -274,7 +285,12 @@ def run_firmware(
 
 
 # The functions that take a task's stack from the caller, and how (`LatePaints`).
-STATIC_CREATORS = {"xTaskCreateStatic": "static", "xTaskCreateRestrictedStatic": "parameters"}
+CREATORS = {
+    "xTaskCreate": "dynamic",
+    "xTaskCreateRestricted": "parameters",
+    "xTaskCreateStatic": "static",
+    "xTaskCreateRestrictedStatic": "parameters",
+}
 HEAPS = ("ucHeap",)
 """FreeRTOS's heap_1, heap_2 and heap_4 array (heap_5's regions are the application's, and
 named so in its own code: a `ucHeap` there is painted as well)."""
@@ -293,9 +309,9 @@ def _late_paints(image: Image) -> LatePaints:
         if (symbol := image.get_symbol(name)) is not None and symbol.size
     )
     creators = tuple(
-        (functions[name], kind) for name, kind in STATIC_CREATORS.items() if name in functions
+        (functions[name], kind) for name, kind in CREATORS.items() if name in functions
     )
-    return LatePaints(main, heaps, creators, FILL)
+    return LatePaints(main, heaps, creators, FILL, layout_of(image.path).name_length)
 
 
 def _in_sections(image: Image, low: int, high: int) -> bool:

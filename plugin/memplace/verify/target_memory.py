@@ -50,12 +50,25 @@ class LatePaints:
     reaches `start` (its `main`, after its startup code zeroed .bss: a heap the RTOS takes
     task stacks from), and at each call of a function in `creators` (its address → how it
     takes a task's stack: `static`, `xTaskCreateStatic`'s depth in r2 and buffer as its
-    sixth argument; `parameters`, a TaskParameters_t in r0), the stack it is given."""
+    sixth argument; `parameters`, a TaskParameters_t in r0; `dynamic`, xTaskCreate's,
+    from the heap), the stack it is given. Every such call is recorded too (entry, name,
+    depth), whatever its arguments are."""
 
     start: int | None = None
     at_start: tuple[Paint, ...] = ()
     creators: tuple[tuple[int, str], ...] = ()
     fill: int = 0xA5
+    name_length: int = 16
+
+
+@dataclass(frozen=True)
+class CreatedAtRun:
+    """A task creation call the run made: its entry, name and depth (words) as the call
+    was given them."""
+
+    entry: int
+    name: str
+    words: int
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,7 @@ class RunMemory:
     console: str
     memory: dict[int, bytes] = field(default_factory=dict)
     painted: tuple[tuple[int, int], ...] = ()
+    created: tuple[CreatedAtRun, ...] = ()
 
     def was_painted(self, address: int) -> bool:
         return any(start <= address < start + size for start, size in self.painted)
@@ -137,7 +151,7 @@ def run_and_read(
             running.stop()
             console.join()
     painted = tuple((p.address, p.size) for p in (*paints, *stub.painted))
-    return RunMemory(code, console.text(), memory, painted)
+    return RunMemory(code, console.text(), memory, painted, tuple(stub.created))
 
 
 PAINT_CHUNK = 512
@@ -200,6 +214,7 @@ class _Stub:
         self.connection.settimeout(QMP_TIMEOUT)
         self.buffer = b""
         self.painted: list[Paint] = []
+        self.created: list[CreatedAtRun] = []
 
     def close(self) -> None:
         self.connection.close()
@@ -224,6 +239,7 @@ class _Stub:
                 self.ask(f"z0,{pc:x},2")  # once is enough
                 continue
             if pc in creators:
+                self.record(creators[pc], late.name_length)
                 stack = self.created_stack(creators[pc], late.fill)
                 if stack is not None:
                     self.paint(stack)
@@ -247,10 +263,24 @@ class _Stub:
         self.go("s", deadline + QMP_TIMEOUT)
         self.ask(f"Z0,{pc:x},2")
 
+    def record(self, kind: str, name_length: int) -> None:
+        """The entry, name and depth of the task a creation call is making."""
+        if kind == "parameters":
+            block = self.memory(self.register(0), 12)
+            entry = int.from_bytes(block[0:4], "little")
+            name = int.from_bytes(block[4:8], "little")
+            words = int.from_bytes(block[8:10], "little")
+        else:
+            entry, name, words = self.register(0), self.register(1), self.register(2)
+        text = self.memory(name, name_length - 1).split(b"\0")[0] if name else b""
+        self.created.append(CreatedAtRun(entry & ~1, text.decode(errors="replace"), words))
+
     def created_stack(self, kind: str, fill: int) -> Paint | None:
         """The stack a task-creating call is given, at its first instruction: for
         `static`, r2 words at its sixth argument (the second word above the stack
         pointer); for `parameters`, what the TaskParameters_t at r0 says."""
+        if kind == "dynamic":
+            return None  # from the heap, painted at the start
         if kind == "static":
             words = self.register(2)
             buffer = int.from_bytes(self.memory(self.register(13) + 4, 4), "little")

@@ -7,6 +7,9 @@ void *xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, 
                         uint32_t priority, uint32_t *stack, TCB_t *tcb);
 uint32_t xTaskCreate(void (*code)(void *), const char *name, uint16_t words, void *parameters,
                      uint32_t priority, void **created);
+uint32_t xTaskCreateAffinitySet(void (*code)(void *), const char *name, uint16_t words,
+                                void *parameters, uint32_t priority, uint32_t affinity,
+                                void **created);
 void vTaskStartScheduler(void);
 void vInitialiseLists(void);
 void taskYIELD(void);
@@ -163,6 +166,7 @@ int main(void)
     }
     name[4] = 0;
     xTaskCreate(vWorkerTask, name, 64u, (void *)3, 1u, 0);
+    xTaskCreateAffinitySet(vWorkerTask, "Pinned", 64u, (void *)4, 1u, 1u, 0);
 #endif
     vTaskStartScheduler();
     return 0;

@@ -144,6 +144,28 @@ uint32_t xTaskCreate(void (*code)(void *), const char *name, uint16_t words, voi
     return 1u;
 }
 
+#if defined(NAMED_AT_RUN_TIME)
+/* FreeRTOS's SMP creation with a core affinity, which memplace does not follow: a task it
+ * makes is found in the kernel's lists only. */
+uint32_t xTaskCreateAffinitySet(void (*code)(void *), const char *name, uint16_t words,
+                                void *parameters, uint32_t priority, uint32_t affinity,
+                                void **created)
+{
+    (void)priority;
+    (void)affinity;
+    uint32_t *stack = pvPortMalloc(words * 4u);
+    TCB_t *tcb = pvPortMalloc(sizeof(TCB_t));
+    for (uint32_t i = 0u; i < sizeof(TCB_t); i++) {
+        ((uint8_t *)tcb)[i] = 0u;
+    }
+    prvInitialiseNewTask(code, name, words, parameters, stack, tcb);
+    if (created) {
+        *created = tcb;
+    }
+    return 1u;
+}
+#endif
+
 /* Round robin over the ready list of priority 1. */
 void vTaskSwitchContext(void)
 {
