@@ -487,3 +487,60 @@ def test_recursion_costs_its_deepest_pass_and_a_cut_call_is_an_assumption(
         "memplace.vector",
         "memplace.task",
     }
+
+
+# The kernel's tick: its hook runs when the tick interrupt increments the tick, never when
+# xTaskResumeAll catches up on pended ticks.
+TICKS = """
+#include <stdint.h>
+volatile uint32_t sink, pended;
+__attribute__((noipa)) void vApplicationTickHook(void)
+{ volatile uint8_t f[3000]; f[sink % 3000u] = 1u; sink = f[7]; }
+__attribute__((noipa)) uint32_t xTaskIncrementTick(void)
+{ if (pended == 0u) { vApplicationTickHook(); } return sink; }
+__attribute__((noipa)) void xTaskResumeAll(void)
+{ while (pended) { pended -= xTaskIncrementTick(); } }
+void vTickedTask(void *argument) { (void)argument; for (;;) { xTaskResumeAll(); } }
+void SysTick_Handler(void) { xTaskIncrementTick(); }
+void TIMER0_Handler(void) {}
+__attribute__((noipa)) void vTaskStartScheduler(void) {}
+int main(void) { vTaskStartScheduler(); return 0; }
+"""
+
+
+def test_a_call_cut_where_one_caller_calls_stays_for_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "ticks.c"
+    source.write_text(TICKS)
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    flags = [*FLAGS, "-fstack-usage", "-fcallgraph-info=su,da"]
+    for name, path in (("ticks", source), ("startup", SOURCES / "startup.c")):
+        argv = [gcc, *flags, "-c", str(path), "-o", str(tmp_path / f"{name}.o")]
+        assert process.run(argv, timeout=120, cwd=tmp_path).returncode == 0
+    elf = tmp_path / "ticks.elf"
+    argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld"), "-o", str(elf)]
+    argv += [str(tmp_path / "ticks.o"), str(tmp_path / "startup.o")]
+    assert process.run(argv, timeout=120).returncode == 0
+    board = BOARD.split("contexts:")[0] + (
+        "contexts:\n  ticked: {core: cpu0, kind: task, entry: vTickedTask, stack: {size: 4096}}\n"
+        "  systick: {core: cpu0, kind: isr, entry: SysTick_Handler, priority: 255}\n"
+    )
+    argv = [str(elf), "--objects", str(tmp_path), "--json"]
+    code, out, _ = _stacks(capsys, tmp_path, board, *argv)
+    before = {s["context"]: s["static_bound"] for s in json.loads(out)["stacks"]}
+    assert before["ticked"] > 3000 and before["main"] > 3000
+    hints = tmp_path / "hints.yaml"
+    hints.write_text(
+        "memplace: stack_hints/v1\ncut_calls:\n  - {caller: xTaskIncrementTick, "
+        "callee: vApplicationTickHook, called_from: xTaskResumeAll}\n"
+    )
+    code, out, _ = _stacks(capsys, tmp_path, board, *argv, "--stack-hints", str(hints))
+    report = json.loads(out)
+    after = {s["context"]: s["static_bound"] for s in report["stacks"]}
+    assert code == 0 and after["ticked"] < 1000  # the task's path no longer reaches the hook
+    assert after["main"] == before["main"]  # the tick interrupt's still does
+    assert report["assumptions"] == [
+        "call cut: xTaskIncrementTick never calls vApplicationTickHook when called from "
+        f"xTaskResumeAll ({hints}:3:14)"
+    ]

@@ -17,7 +17,8 @@ alloca:                        # bytes of alloca and VLAs one activation takes a
 frames:                        # a function's own frame, where its code cannot be followed
   - {function: switch_stacks, size: 64}
 cut_calls:                     # calls the code holds but never makes (an assumption,
-  - {caller: xTaskIncrementTick, callee: vApplicationTickHook}   # reported with the bounds)
+  - {caller: prvLog, callee: vDumpAll}          # reported with the bounds); or only where the
+  - {caller: xTaskIncrementTick, callee: vApplicationTickHook, called_from: xTaskResumeAll}
 interrupts_masked_until_scheduler: true   # an RTOS firmware takes no interrupt before its
                                           # scheduler starts: main's frames and the
                                           # handlers' never share the main stack
@@ -119,9 +120,13 @@ class CutCall:
     callee: str
     mark: Mark
     callee_mark: Mark
+    called_from: str | None = None
+    """Only where `caller` is called from this function (its other callers keep the call)."""
+    called_from_mark: Mark | None = None
 
     def __str__(self) -> str:
-        return f"{self.caller} never calls {self.callee} ({self.mark})"
+        where = f" when called from {self.called_from}" if self.called_from else ""
+        return f"{self.caller} never calls {self.callee}{where} ({self.mark})"
 
 
 @dataclass(frozen=True)
@@ -192,7 +197,7 @@ class StackHints:
             if group:
                 data[key] = [{"function": h.function, value_key: h.value} for h in group]
         if self.cut_calls:
-            data["cut_calls"] = [{"caller": c.caller, "callee": c.callee} for c in self.cut_calls]
+            data["cut_calls"] = [_cut_data(cut) for cut in self.cut_calls]
         if self.masked_until_scheduler:
             data["interrupts_masked_until_scheduler"] = True
         return data
@@ -208,11 +213,16 @@ class StackHints:
             found += [(hint.function, hint.mark) for hint in group]
         for cut in self.cut_calls:
             found += [(cut.caller, cut.mark), (cut.callee, cut.callee_mark)]
+            if cut.called_from is not None and cut.called_from_mark is not None:
+                found.append((cut.called_from, cut.called_from_mark))
         return [(name, mark) for name, mark in found if mark.file not in self.lenient]
 
     def is_cut(self, caller: tuple[str, ...], callee: tuple[str, ...]) -> bool:
         """Whether a hint says the call from `caller` to `callee` is never made."""
-        return any(c.caller in caller and c.callee in callee for c in self.cut_calls)
+        return any(
+            c.caller in caller and c.callee in callee and c.called_from is None
+            for c in self.cut_calls
+        )
 
     def assumptions(self) -> tuple[str, ...]:
         """What the hints assume that no analysis checks, as the reports say it."""
@@ -242,6 +252,13 @@ class StackHints:
         if not chosen:
             return None
         return sorted({target for hint in chosen for target in hint.targets})
+
+
+def _cut_data(cut: CutCall) -> dict[str, Any]:
+    data: dict[str, Any] = {"caller": cut.caller, "callee": cut.callee}
+    if cut.called_from is not None:
+        data["called_from"] = cut.called_from
+    return data
 
 
 def _indirect_data(hint: IndirectHint) -> dict[str, Any]:
@@ -327,13 +344,16 @@ def _indirect(item: Node) -> IndirectHint:
 
 
 def _cut(item: Node) -> CutCall:
-    item.mapping(("caller", "callee"), required=("caller", "callee"))
+    item.mapping(("caller", "callee", "called_from"), required=("caller", "callee"))
     caller, callee = item.child("caller"), item.child("callee")
+    source = item.get("called_from")
     return CutCall(
         caller=_function(caller),
         callee=_function(callee),
         mark=item.doc.mark(caller.path),
         callee_mark=item.doc.mark(callee.path),
+        called_from=None if source is None else _function(source),
+        called_from_mark=None if source is None else item.doc.mark(source.path),
     )
 
 

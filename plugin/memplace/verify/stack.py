@@ -86,8 +86,12 @@ class Analysis:
         self.own: dict[int, list[Problem]] = {}
         self.frames: dict[int, int] = {}
         self.starts = sorted(self.graph.nodes)
+        self.copies: dict[int, int] = {}  # a caller's copy (negative) → its address
         for address, node in self.graph.nodes.items():
             self._expand(address, node)
+        for cut in self.hints.cut_calls:
+            if cut.called_from is not None:
+                self._cut_from(cut.caller, cut.callee, cut.called_from)
         self.cost: dict[int, int | None] = {}
         self.problems: dict[int, frozenset[Problem]] = {}
         self.best: dict[int, int | None] = {}
@@ -161,6 +165,30 @@ class Analysis:
         self.own[address] = problems
         self.frames[address] = frame + extra
 
+    def _cut_from(self, caller: str, callee: str, source: str) -> None:
+        """The call from `caller` to `callee` cut only where `source` calls `caller`: those
+        calls go to a copy of `caller` without it."""
+        nodes = self.graph.nodes
+        for address in sorted(a for a, n in nodes.items() if caller in n.function.names):
+            copy = -1 - len(self.copies)
+            self.copies[copy] = address
+            self.edges[copy] = [
+                (depth, target)
+                for depth, target in self.edges[address]
+                if callee not in self._node(target).function.names
+            ]
+            self.own[copy] = self.own[address]
+            self.frames[copy] = self.frames[address]
+            for at in [a for a, n in nodes.items() if source in n.function.names]:
+                self.edges[at] = [
+                    (depth, copy if target == address else target)
+                    for depth, target in self.edges[at]
+                ]
+
+    def _node(self, address: int) -> Any:
+        """The node of an address, or of the function a copy was made of."""
+        return self.graph.nodes[self.copies.get(address, address)]
+
     def _cut(self, caller: tuple[str, ...], target: int) -> bool:
         return bool(self.hints.cut_calls) and self.hints.is_cut(
             caller, self.graph.nodes[target].function.names
@@ -200,7 +228,7 @@ class Analysis:
             self.best[address] = best
 
     def _solve_cycle(self, component: list[int], members: set[int], problems: set[Problem]) -> None:
-        names = tuple(n for m in component for n in self.graph.nodes[m].function.names)
+        names = tuple(n for m in component for n in self._node(m).function.names)
         depth = self.hints.recursion_depth(names)
         cycle_names = tuple(self._cycle(component))
         for member in component:
@@ -265,11 +293,11 @@ class Analysis:
                     while step is not None:
                         path.append(step)
                         step = before[step]
-                    return [self.graph.nodes[a].name for a in [*reversed(path), start]]
+                    return [self._node(a).name for a in [*reversed(path), start]]
                 if target in members and target not in before:
                     before[target] = at
                     queue.append(target)
-        return [self.graph.nodes[start].name] * 2
+        return [self._node(start).name] * 2
 
     def bound(self, root: int) -> Bound:
         problems = tuple(sorted(self.problems[root], key=lambda p: (p.kind, p.message)))
@@ -281,7 +309,7 @@ class Analysis:
         at: int | None = root
         while at is not None and at not in seen:
             seen.add(at)
-            name = self.graph.nodes[at].name
+            name = self._node(at).name
             if at in self.recursion:
                 cycle = " > ".join(self.cycles[at])
                 name += f" (recursion x{self.recursion[at]}: {cycle})"
@@ -302,11 +330,11 @@ class Analysis:
                     before[target] = at
                     queue.append(target)
         if goal not in before:
-            return (self.graph.nodes[goal].name,)
+            return (self._node(goal).name,)
         path = []
         step: int | None = goal
         while step is not None:
-            path.append(self.graph.nodes[step].name)
+            path.append(self._node(step).name)
             step = before[step]
         return tuple(reversed(path))
 
