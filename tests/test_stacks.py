@@ -463,6 +463,11 @@ def test_recursion_costs_its_deepest_pass_and_a_cut_call_is_an_assumption(
     assert worker["static_bound"] == own + 3 * deepest + exit_cost + 76
     assert worker["static_bound"] < own + 3 * every_frame + exit_cost + 76
     cut = hints.read_text() + "cut_calls:\n  - {caller: hub, callee: rare}\n"
+    hints.write_text(hints.read_text() + "cut_calls:\n  - {callee: rare}\n")
+    code, out, _ = _stacks(capsys, tmp_path, board, *argv)
+    report = json.loads(out)  # from every caller: the same here, said otherwise
+    assert report["assumptions"] == [f"call cut: no function calls rare ({hints}:5:14)"]
+    everywhere = report["stacks"][1]["static_bound"]
     hints.write_text(cut)
     junit, sarif = tmp_path / "stacks.xml", tmp_path / "stacks.sarif"
     code, out, _ = _stacks(
@@ -470,6 +475,7 @@ def test_recursion_costs_its_deepest_pass_and_a_cut_call_is_an_assumption(
     )
     report = json.loads(out)
     assert code == 0 and report["stacks"][1]["static_bound"] < worker["static_bound"] - 900
+    assert report["stacks"][1]["static_bound"] == everywhere
     said = f"call cut: hub never calls rare ({hints}:5:14)"
     assert report["assumptions"] == [said]
     code, out, _ = _stacks(capsys, tmp_path, board, *argv[:-1])

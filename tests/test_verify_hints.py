@@ -99,6 +99,11 @@ def test_sites_match_by_trailing_path_and_column() -> None:
             "missing required key 'callee'",
         ),
         (
+            "memplace: stack_hints/v1\ncut_calls:\n  - {callee: f, called_from: g}\n",
+            "h.yaml:3:30",
+            "called_from says where the caller is called from: name the caller",
+        ),
+        (
             "memplace: stack_hints/v1\ncut_calls:\n  - {caller: f, callee: 'a b'}\n",
             "h.yaml:3:25",
             "is not a function name",

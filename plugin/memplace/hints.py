@@ -17,7 +17,8 @@ alloca:                        # bytes of alloca and VLAs one activation takes a
 frames:                        # a function's own frame, where its code cannot be followed
   - {function: switch_stacks, size: 64}
 cut_calls:                     # calls the code holds but never makes (an assumption,
-  - {caller: prvLog, callee: vDumpAll}          # reported with the bounds); or only where the
+  - {caller: prvLog, callee: vDumpAll}          # reported with the bounds); without a
+  - {callee: vAssertCalled}                     # caller, from everywhere; with called_from,
   - {caller: xTaskIncrementTick, callee: vApplicationTickHook, called_from: xTaskResumeAll}
 interrupts_masked_until_scheduler: true   # an RTOS firmware takes no interrupt before its
                                           # scheduler starts: main's frames and the
@@ -116,7 +117,7 @@ class FunctionHint:
 class CutCall:
     """A call the code holds that is never made: its edge leaves the call graph."""
 
-    caller: str
+    caller: str | None  # None: every caller (an assertion's handler, say)
     callee: str
     mark: Mark
     callee_mark: Mark
@@ -126,6 +127,8 @@ class CutCall:
 
     def __str__(self) -> str:
         where = f" when called from {self.called_from}" if self.called_from else ""
+        if self.caller is None:
+            return f"no function calls {self.callee} ({self.mark})"
         return f"{self.caller} never calls {self.callee}{where} ({self.mark})"
 
 
@@ -212,7 +215,9 @@ class StackHints:
         for group in (self.recursion, self.alloca, self.frames):
             found += [(hint.function, hint.mark) for hint in group]
         for cut in self.cut_calls:
-            found += [(cut.caller, cut.mark), (cut.callee, cut.callee_mark)]
+            found.append((cut.callee, cut.callee_mark))
+            if cut.caller is not None:
+                found.append((cut.caller, cut.mark))
             if cut.called_from is not None and cut.called_from_mark is not None:
                 found.append((cut.called_from, cut.called_from_mark))
         return [(name, mark) for name, mark in found if mark.file not in self.lenient]
@@ -220,7 +225,7 @@ class StackHints:
     def is_cut(self, caller: tuple[str, ...], callee: tuple[str, ...]) -> bool:
         """Whether a hint says the call from `caller` to `callee` is never made."""
         return any(
-            c.caller in caller and c.callee in callee and c.called_from is None
+            (c.caller is None or c.caller in caller) and c.callee in callee and not c.called_from
             for c in self.cut_calls
         )
 
@@ -255,7 +260,9 @@ class StackHints:
 
 
 def _cut_data(cut: CutCall) -> dict[str, Any]:
-    data: dict[str, Any] = {"caller": cut.caller, "callee": cut.callee}
+    data: dict[str, Any] = {"callee": cut.callee}
+    if cut.caller is not None:
+        data["caller"] = cut.caller
     if cut.called_from is not None:
         data["called_from"] = cut.called_from
     return data
@@ -344,13 +351,15 @@ def _indirect(item: Node) -> IndirectHint:
 
 
 def _cut(item: Node) -> CutCall:
-    item.mapping(("caller", "callee", "called_from"), required=("caller", "callee"))
-    caller, callee = item.child("caller"), item.child("callee")
+    item.mapping(("caller", "callee", "called_from"), required=("callee",))
+    caller, callee = item.get("caller"), item.child("callee")
     source = item.get("called_from")
+    if source is not None and caller is None:
+        raise source.error("called_from says where the caller is called from: name the caller")
     return CutCall(
-        caller=_function(caller),
+        caller=None if caller is None else _function(caller),
         callee=_function(callee),
-        mark=item.doc.mark(caller.path),
+        mark=item.doc.mark((caller or callee).path),
         callee_mark=item.doc.mark(callee.path),
         called_from=None if source is None else _function(source),
         called_from_mark=None if source is None else item.doc.mark(source.path),

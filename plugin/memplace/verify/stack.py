@@ -90,7 +90,7 @@ class Analysis:
         for address, node in self.graph.nodes.items():
             self._expand(address, node)
         for cut in self.hints.cut_calls:
-            if cut.called_from is not None:
+            if cut.called_from is not None and cut.caller is not None:
                 self._cut_from(cut.caller, cut.callee, cut.called_from)
         self.cost: dict[int, int | None] = {}
         self.problems: dict[int, frozenset[Problem]] = {}
