@@ -136,14 +136,25 @@ def test_a_stack_nothing_filled_has_no_mark(
     assert main([*argv, "--run", "--timeout", "2"]) == 1
     report = json.loads(capsys.readouterr().out)
     stacks = {s["context"]: s for s in report["stacks"]}
-    assert stacks["Worker 1"]["measured"] is None and stacks["Worker 2"]["measured"] is None
+    assert stacks["Worker 2"]["measured"] is None
+    # Two tasks of other code share the name Worker 1: a stack each, and no mark.
+    mine, other = (
+        stacks["Worker 1 (vWorkerTask, 384 bytes)"],
+        stacks["Worker 1 (vOtherTask, 320 bytes)"],
+    )
+    assert other["path"] == ["vOtherTask", "more.c:work"] and other["budget"] == 320
+    assert mine["measured"] is None and other["measured"] is None
     assert stacks["deep"]["measured"] is not None  # a static stack, painted as it is given
     late = stacks["Late"]  # its name made at run time: the run's creation call says it
     assert late["budget"] == 64 * 4 and late["path"] == ["vWorkerTask", "app.c:work"]
     found = {(f["check"], f["subject"]): f["message"] for f in report["findings"]}
     assert not [f for f in report["findings"] if f["check"] in ("stack-budget", "stack-analysis")]
-    assert found[("stack-mark", "Worker 1")].startswith(
-        "no mark: the lowest bytes of task 'Worker 1''s stack at 0x"
+    assert found[("stack-mark", "Worker 2")].startswith(
+        "no mark: the lowest bytes of task 'Worker 2''s stack at 0x"
+    )
+    assert found[("stack-mark", "Worker 1 (vOtherTask, 320 bytes)")] == (
+        "no mark: tasks of other code or stack sizes are named 'Worker 1' too, and the run "
+        "cannot tell their stacks apart"
     )
     assert found[("task", "Pinned")] == (
         "the kernel runs task 'Pinned', which no task creation memplace follows and no board "

@@ -86,7 +86,7 @@ def check_stacks(
     nesting = _nesting(contexts, chosen, analysis, exception_frame(chosen), image)
     findings: list[Finding] = []
     tasks: list[TaskStack] = []
-    running: dict[str, int] | None = None
+    running: dict[str, tuple[int, ...]] | None = None
     if chosen.rtos == "freertos":
         layout = layout_of(image.path)
         found = created_tasks(image, graph, layout.name_length)
@@ -158,13 +158,14 @@ class TaskStack:
     entry: str  # its task function
     budget: int  # the board's size, else the size the firmware creates it with
     size: int | None  # the size the firmware creates it with, where a constant says
+    shared: bool = False  # tasks of other code or sizes have its name: no mark tells
 
 
 def _task_stacks(
     contexts: Sequence[Context],
     found: Sequence[CreatedTask],
     graph: CallGraph,
-    running: Mapping[str, int] | None,
+    running: Mapping[str, Sequence[int]] | None,
 ) -> tuple[list[TaskStack], list[Finding]]:
     """Every task to check, and what does not add up between the board's tasks, the ones
     the firmware's code creates and (after a run) the ones its kernel's lists hold."""
@@ -201,10 +202,19 @@ def _task_stacks(
             budget = size
         stacks.append(TaskStack(context.name, name, entry, budget or size, size))
     taken = {stack.task for stack in stacks}
-    for name, task in sorted(created.items()):
-        if name not in taken and task.entry is not None and task.size is not None:
-            entry = graph.nodes[task.entry].name
-            stacks.append(TaskStack(name, name, entry, task.size, task.size))
+    for name in sorted(set(created) - taken):
+        # One stack per distinct task of the name (entry and size): several tasks may
+        # share a name, as FreeRTOS allows.
+        variants = sorted(
+            {(t.entry, t.size) for t in found if t.name == name and t.complete},
+            key=lambda v: (v[0] or 0, v[1] or 0),
+        )
+        for entry_address, bytes_ in variants:
+            if entry_address is None or bytes_ is None:
+                continue
+            entry = graph.nodes[entry_address].name
+            label = name if len(variants) == 1 else f"{name} ({entry}, {bytes_} bytes)"
+            stacks.append(TaskStack(label, name, entry, bytes_, bytes_, len(variants) > 1))
     taken |= set(created)
     covered = {graph.by_name.get(c.entry) for c in listed}
     for task in found if running is None else ():  # (a run shows what was created)
@@ -230,7 +240,7 @@ def _listed_only(
     name: str,
     found: Sequence[CreatedTask],
     graph: CallGraph,
-    running: Mapping[str, int] | None,
+    running: Mapping[str, Sequence[int]] | None,
     findings: list[Finding],
 ) -> list[TaskStack]:
     """A board task no constant creation names: bounded from the board's entry and size,
@@ -345,23 +355,33 @@ def _has_task_lists(image: Image) -> bool:
 
 
 def _task_mark(
-    task: TaskStack, running: Mapping[str, int], run: RunMemory
+    task: TaskStack, running: Mapping[str, Sequence[int]], run: RunMemory
 ) -> tuple[int | None, list[Finding]]:
     """A task's high-water mark: its stack's size less the bytes at its low end that still
-    hold the fill. None when the task was not running at the end, or its stack's low end
-    holds no fill at all (nothing filled it: no mark, rather than a false overflow)."""
-    low = running.get(task.task)
-    size = task.size or task.budget
-    left = untouched(run, low, size) if low is not None else None
-    if left is None:
-        return None, []
-    if left == 0 and low is not None and not run.was_painted(low):
+    hold the fill (the largest of the tasks of its name). None when no task of its name was
+    running at the end, when tasks of other code share its name, or when its stack's low
+    end holds no fill at all (nothing filled it: no mark, rather than a false overflow)."""
+    lows = running.get(task.task, ())
+    if task.shared and lows:
         message = (
-            f"no mark: the lowest bytes of task {task.task!r}'s stack at 0x{low:08x} hold no "
-            f"fill (0x{FILL:02X}), so the run cannot tell how deep it went"
+            f"no mark: tasks of other code or stack sizes are named {task.task!r} too, and "
+            "the run cannot tell their stacks apart"
         )
         return None, [Finding("stack-mark", task.context, message)]
-    return size - left, []
+    size = task.size or task.budget
+    marks = []
+    for low in lows:
+        left = untouched(run, low, size)
+        if left is None:
+            continue
+        if left == 0 and not run.was_painted(low):
+            message = (
+                f"no mark: the lowest bytes of task {task.task!r}'s stack at 0x{low:08x} hold "
+                f"no fill (0x{FILL:02X}), so the run cannot tell how deep it went"
+            )
+            return None, [Finding("stack-mark", task.context, message)]
+        marks.append(size - left)
+    return (max(marks) if marks else None), []
 
 
 def _core(board: Board, name: str | None) -> Core:

@@ -124,8 +124,9 @@ def _array_length(member: Any) -> int | None:
     return None
 
 
-def task_stacks(image: Image, memory: RunMemory, layout: Layout) -> dict[str, int]:
-    """Each task's name and the lowest address of its stack, from the kernel's lists."""
+def task_stacks(image: Image, memory: RunMemory, layout: Layout) -> dict[str, tuple[int, ...]]:
+    """Each task name and the lowest address of the stack of every task of that name
+    (FreeRTOS lets tasks share one), from the kernel's lists."""
     tcbs: list[int] = []
     for name in LISTS:
         symbol = image.get_symbol(name)
@@ -138,14 +139,16 @@ def task_stacks(image: Image, memory: RunMemory, layout: Layout) -> dict[str, in
     running = memory.word(current.address) if current is not None else None
     if running:
         tcbs.append(running)
-    stacks: dict[str, int] = {}
+    stacks: dict[str, list[int]] = {}
     for tcb in dict.fromkeys(tcbs):
         raw = memory.read(tcb + layout.tcb_name, layout.name_length)
         stack = memory.word(tcb + layout.tcb_stack)
         if raw is None or stack is None:
             continue
-        stacks.setdefault(raw.split(b"\0")[0].decode(errors="replace"), stack)
-    return stacks
+        named = stacks.setdefault(raw.split(b"\0")[0].decode(errors="replace"), [])
+        if stack not in named:
+            named.append(stack)
+    return {name: tuple(found) for name, found in stacks.items()}
 
 
 def _owners(memory: RunMemory, address: int, layout: Layout) -> list[int]:

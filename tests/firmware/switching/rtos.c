@@ -117,7 +117,7 @@ void *xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, 
 #ifndef HEAP
 #define HEAP ucHeap
 #endif
-static uint8_t HEAP[2048] __attribute__((aligned(8)));
+static uint8_t HEAP[4096] __attribute__((aligned(8)));
 static uint32_t xNextFreeByte;
 
 static void *pvPortMalloc(uint32_t size)
