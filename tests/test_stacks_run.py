@@ -163,6 +163,21 @@ def test_a_stack_nothing_filled_has_no_mark(
     assert not [subject for _, subject in found if subject.startswith("created at")]
 
 
+def test_the_c_librarys_heap_is_painted_too(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """heap_3 takes task stacks from malloc: the heap the linker script names (a section
+    `.heap` here) is painted at main as FreeRTOS's ucHeap is."""
+    firmware = _build(
+        tmp_path / "build", [*CORES[base], *FLAGS, "-DHEAP=xAppHeap", "-DHEAP_SECTION"]
+    )
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json", "--run"]
+    assert main([*argv, "--timeout", "2"]) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    for name in ("Worker 1", "Worker 2", "Other"):
+        assert 64 < stacks[name]["measured"] <= stacks[name]["static_bound"], name
+
+
 @pytest.mark.parametrize(
     ("context", "message"),
     [

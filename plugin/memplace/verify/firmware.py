@@ -304,6 +304,13 @@ CREATORS = {
 HEAPS = ("ucHeap",)
 """FreeRTOS's heap_1, heap_2 and heap_4 array (heap_5's regions are the application's, and
 named so in its own code: a `ucHeap` there is painted as well)."""
+HEAP_BOUNDS = (
+    ("__heap_start", "__heap_end"),
+    ("_heap_bottom", "_heap_top"),
+    ("__HeapBase", "__HeapLimit"),
+)
+"""The C library's heap (heap_3's malloc), as linker scripts name its ends; or the section
+`.heap`."""
 
 
 def _late_paints(image: Image) -> LatePaints:
@@ -313,15 +320,28 @@ def _late_paints(image: Image) -> LatePaints:
     fill below its deepest use, whatever the kernel's configuration fills."""
     functions = {name: f.address for f in image.iter_functions() for name in f.names}
     main = functions.get("main")
-    heaps = tuple(
+    heaps = [
         Paint(symbol.address, symbol.size, FILL)
         for name in HEAPS
         if (symbol := image.get_symbol(name)) is not None and symbol.size
-    )
+    ]
+    heaps += [Paint(low, high - low, FILL) for low, high in _library_heap(image)]
     creators = tuple(
         (functions[name], kind) for name, kind in CREATORS.items() if name in functions
     )
-    return LatePaints(main, heaps, creators, FILL, layout_of(image.path).name_length)
+    return LatePaints(main, tuple(heaps), creators, FILL, layout_of(image.path).name_length)
+
+
+def _library_heap(image: Image) -> list[tuple[int, int]]:
+    """The C library's heap, [low, high), where the linker script says where it is."""
+    section = image.get_section(".heap")
+    if section is not None and section.size:
+        return [(section.address, section.end)]
+    for low_name, high_name in HEAP_BOUNDS:
+        low, high = image.get_symbol(low_name), image.get_symbol(high_name)
+        if low is not None and high is not None and low.address < high.address:
+            return [(low.address, high.address)]
+    return []
 
 
 def _in_sections(image: Image, low: int, high: int) -> bool:

@@ -117,7 +117,12 @@ void *xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, 
 #ifndef HEAP
 #define HEAP ucHeap
 #endif
+#if defined(HEAP_SECTION)
+/* The C library's heap as linker scripts keep it, in a section `.heap` (heap_3's). */
+__attribute__((section(".heap"))) static uint8_t HEAP[4096] __attribute__((aligned(8)));
+#else
 static uint8_t HEAP[4096] __attribute__((aligned(8)));
+#endif
 static uint32_t xNextFreeByte;
 
 static void *pvPortMalloc(uint32_t size)
