@@ -144,6 +144,7 @@ class CallGraph:
     by_name: Mapping[str, int]  # every name of every function → its address
     floating: frozenset[int] = frozenset()  # functions with floating-point instructions
     code: tuple[Instruction, ...] = ()  # the image's instructions, in address order
+    symbols: frozenset[str] = frozenset()  # every symbol's name (an RTOS port's tells)
 
     def reaches_floating(self, root: int, edges: Mapping[int, Iterable[tuple[int, int]]]) -> bool:
         """Whether `root` or any function it calls (along `edges`) uses the FPU."""

@@ -605,7 +605,7 @@ def _frames_below(analysis: Analysis, entry: int, root: int) -> tuple[tuple[str,
 def _starts_scheduler(analysis: Analysis, core: Core) -> bool:
     """Whether the image holds the port's start of the first task, which resets the main
     stack pointer; without it, main's frames and the handlers add up."""
-    port = port_for(core.rtos, core.cpu, core.float_abi)
+    port = port_for(core.rtos, core.cpu, core.float_abi, analysis.graph.symbols)
     return any(name in analysis.graph.by_name for name in port.start_symbols)
 
 
@@ -619,7 +619,7 @@ def _task_bound(task: TaskStack, core: Core, analysis: Analysis, image: Image) -
     else:
         own = analysis.bound(root)
         findings += _problems(task.context, analysis, root, own)
-    port = port_for(core.rtos, core.cpu, core.float_abi)
+    port = port_for(core.rtos, core.cpu, core.float_abi, analysis.graph.symbols)
     uses_fpu = root is None or analysis.graph.reaches_floating(root, analysis.edges)
     switch = task_switch_cost(port, core.cpu, core.float_abi, uses_fpu)
     total = None if own.bytes is None else own.bytes + switch

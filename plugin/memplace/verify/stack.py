@@ -463,7 +463,12 @@ def image_graph(image: Image, su_files: Iterable[Path], ci_files: Iterable[Path]
     units = [parse_ci(_read(p), str(p)) for p in ci_files]
     su = [f for p in su_files for f in parse_su(_read(p))]
     graph = merge(frames, units, su, LineTable(image.path))
-    return replace(graph, floating=_floating(image, instructions), code=tuple(instructions))
+    return replace(
+        graph,
+        floating=_floating(image, instructions),
+        code=tuple(instructions),
+        symbols=frozenset(symbol.name for symbol in image.symbols),
+    )
 
 
 def _floating(image: Image, instructions: Sequence[Instruction]) -> frozenset[int]:
