@@ -550,3 +550,57 @@ def test_a_call_cut_where_one_caller_calls_stays_for_the_others(
         "call cut: xTaskIncrementTick never calls vApplicationTickHook when called from "
         f"xTaskResumeAll ({hints}:3:14)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("defined", "port", "error"),
+    [
+        ("void vPortStoreTaskMPUSettings(void) {}", "ARM_CM3_MPU", None),
+        ("void *xSecureContext;", None, None),
+        (
+            "void *pxCurrentTCBs[2];",
+            None,
+            "rtos: the image's FreeRTOS port has several cores (configNUMBER_OF_CORES > 1) "
+            "(pxCurrentTCBs), which memplace does not model",
+        ),
+        (
+            "void vPortEnableVFP(void) {}",
+            None,
+            "rtos: the image holds a FreeRTOS port for a floating-point unit (vPortEnableVFP), "
+            "but the board's cortex-m3 with float_abi soft has none in use: set the core's cpu "
+            "and float_abi to the firmware's",
+        ),
+    ],
+    ids=["mpu", "trustzone on armv7-m", "smp", "fpu port on an m3"],
+)
+def test_the_port_is_read_from_the_image(
+    defined: str,
+    port: str | None,
+    error: str | None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What the image defines says which port switches its tasks; a port memplace does not
+    model is refused by name, never guessed."""
+    (tmp_path / "port.c").write_text(defined + "\n")
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    objects = []
+    for path in (SOURCES / "tasks.c", SOURCES / "startup.c", tmp_path / "port.c"):
+        objects.append(str(tmp_path / f"{path.stem}.o"))
+        argv = [gcc, *FLAGS, "-fstack-usage", "-fcallgraph-info=su,da", "-c", str(path)]
+        assert process.run([*argv, "-o", objects[-1]], timeout=120, cwd=tmp_path).returncode == 0
+    elf = tmp_path / "rtos.elf"
+    argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld"), *objects, "-o", str(elf)]
+    assert process.run(argv, timeout=120).returncode == 0
+    board = (SOURCES / "board.yaml").read_text()
+    code, out, err = _stacks(
+        capsys, tmp_path, board, str(elf), "--objects", str(tmp_path), "--json"
+    )
+    if error is not None:
+        assert code == 2 and err.strip() == f"memplace: error: {error}"
+        assert json.loads(out)["error"]["key"] == "rtos"
+        return
+    stacks = {s["context"]: s for s in json.loads(out)["stacks"]}
+    # (TrustZone's non-secure side is an Armv8-M port: on the M3 the image is ARM_CM3's)
+    (switch,) = stacks["rx"]["interrupts"]
+    assert switch["context"] == f"context switch (freertos {port or 'ARM_CM3'})"

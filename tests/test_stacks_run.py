@@ -64,9 +64,59 @@ def _build(build: Path, flags: list[str]) -> Path:
             process.run([*argv, str(SOURCES / f"{name}.c"), "-o", objects[-1]], 120).returncode == 0
         )
     elf = build / "switching.elf"
-    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld"), *objects, "-o", str(elf)]
-    assert process.run(argv, timeout=120).returncode == 0
+    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld"), *objects, "-lgcc"]
+    assert process.run([*argv, "-o", str(elf)], timeout=120).returncode == 0
     return elf
+
+
+# More of FreeRTOS's ports, each switching as the port does (tests/firmware/switching):
+# the board it runs on, what the board's core says, the compiler's flags, and what a
+# switch leaves on the deep task's stack (its FP context live) and on the shallow one's.
+PORTS = {
+    "ARM_CM0": ("qemu-mps2-an385", ", cpu: cortex-m0", ["-mcpu=cortex-m0"], 76, 76),
+    "ARM_CM7": (
+        "qemu-mps2-an500",
+        "",
+        ["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-d16"],
+        216,
+        80,
+    ),
+    "ARM_CM33_NTZ": (
+        "qemu-mps3-an547",
+        "",
+        ["-mcpu=cortex-m55", "-mfloat-abi=hard", "-DNO_DEVICE_TIMER"],
+        220,
+        84,
+    ),
+}
+
+
+@pytest.mark.parametrize("port", sorted(PORTS))
+def test_each_ports_switch_frame_holds_its_mark(
+    port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Armv6-M (r8-r11 through the low registers), the Cortex-M7's FP port and Armv8.1-M
+    (PSPLIM and EXC_RETURN under r4-r11, the extended frame and s16-s31 over them): the
+    port is read from the image and core, and the deep task, switched out at its deepest
+    frame, measures within a word or two of its bound."""
+    base, core, flags, deep_switch, plain_switch = PORTS[port]
+    flags = [*flags, "-mthumb", *FLAGS, "-Wl,--defsym=__stack_top=0x20080000"]
+    firmware = _build(tmp_path / "build", flags)
+    board = tmp_path / "board.yaml"
+    board.write_text(
+        BOARD.replace("BASE", base).replace(
+            "cpu0: {rtos: freertos}", f"cpu0: {{rtos: freertos{core}}}"
+        )
+    )
+    argv = ["stacks", str(firmware), "--board", str(board), "--json", "--run", "--timeout", "2"]
+    assert main(argv) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    switch = f"context switch (freertos {port})"
+    assert stacks["deep"]["interrupts"] == [{"context": switch, "bytes": deep_switch}]
+    assert stacks["shallow"]["interrupts"] == [{"context": switch, "bytes": plain_switch}]
+    for name, stack in stacks.items():
+        assert 0 < stack["measured"] <= stack["static_bound"], name
+    assert stacks["deep"]["static_bound"] - stacks["deep"]["measured"] <= 16
 
 
 @pytest.fixture
@@ -340,3 +390,18 @@ def test_a_failing_exit_is_a_finding(built_demo: Path, capsys: pytest.CaptureFix
         "subject": "exit",
         "message": "the firmware exited with code 125",
     } in findings
+
+
+def test_an_mpu_ports_tasks_need_debug_information(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = [*CORES[base], "-O1", "-ffreestanding", "-DMPU_PORT"]  # no -g
+    port = {"qemu-mps2-an385": "ARM_CM3_MPU", "qemu-mps2-an386": "ARM_CM4_MPU"}[base]
+    firmware = _build(tmp_path / "build", flags)
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--run", "--timeout", "1"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"memplace: error: --run: FreeRTOS's {port} port starts its task control blocks "
+        "with the task's MPU settings, which only the image's debug information lays out: "
+        "build switching.elf with -g to read its tasks from a run"
+    )

@@ -89,6 +89,14 @@ def check_stacks(
     running: dict[str, tuple[int, ...]] | None = None
     if chosen.rtos == "freertos":
         layout = layout_of(image.path)
+        port = port_for(chosen.rtos, chosen.cpu, chosen.float_abi, graph.symbols)
+        if run is not None and port.name.endswith("_MPU") and not layout.from_dwarf:
+            raise InputError(
+                f"FreeRTOS's {port.name} port starts its task control blocks with the task's "
+                f"MPU settings, which only the image's debug information lays out: build "
+                f"{image.path.name} with -g to read its tasks from a run",
+                key="--run",
+            )
         found = created_tasks(image, graph, layout.name_length)
         if run is not None:
             found = (*found, *_created_at_run(run, graph))

@@ -154,8 +154,10 @@ class _State:
     dynamic: bool = False
 
     def join(self, other: _State) -> _State:
+        # A register that points at different depths on two paths (a pointer walking a
+        # buffer in a loop) is no frame pointer: dropped, so that the walk converges.
         mine, theirs = dict(self.pointers), dict(other.pointers)
-        pointers = tuple(sorted((r, max(v, theirs[r])) for r, v in mine.items() if r in theirs))
+        pointers = tuple(sorted((r, v) for r, v in mine.items() if theirs.get(r) == v))
         return _State(max(self.depth, other.depth), pointers, self.dynamic or other.dynamic)
 
     def pointer(self, register: str) -> int | None:

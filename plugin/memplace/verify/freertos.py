@@ -52,6 +52,7 @@ class Layout:
     tcb_stack: int = 48  # tskTaskControlBlock.pxStack
     tcb_name: int = 52  # tskTaskControlBlock.pcTaskName
     name_length: int = 16  # configMAX_TASK_NAME_LEN
+    from_dwarf: bool = False  # read from the image's debug information
 
 
 def layout_of(elf: Path) -> Layout:
@@ -76,6 +77,7 @@ def layout_of(elf: Path) -> Layout:
             tcb_stack=tcb["pxStack"],
             tcb_name=tcb["pcTaskName"],
             name_length=tcb.get("<pcTaskName length>", 16),
+            from_dwarf=True,
         )
     except KeyError:
         return Layout()

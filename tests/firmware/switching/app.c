@@ -140,10 +140,12 @@ void TIMER0_Handler(void)
 static void start_interrupts(void)
 {
     *(volatile uint32_t *)0xE000ED20u |= 0xFFu << 24;   /* SHPR3: SysTick lowest */
+#if !defined(NO_DEVICE_TIMER) /* (the MPS2's timer 0; the MPS3 has its timers elsewhere) */
     *(volatile uint8_t *)(0xE000E400u + 8u) = 0x40u;    /* NVIC_IPR: timer 0 more urgent */
     *(volatile uint32_t *)0xE000E100u = 1u << 8;        /* NVIC_ISER0: timer 0 on */
     *(volatile uint32_t *)0x40000008u = 3331u;          /* timer 0: RELOAD */
     *(volatile uint32_t *)0x40000000u = 1u | (1u << 3); /* timer 0: enable, interrupt */
+#endif
     *(volatile uint32_t *)0xE000E014u = 2499u;          /* SysTick: RVR */
     *(volatile uint32_t *)0xE000E010u = 7u;             /* SysTick: on, interrupt, core clock */
 }

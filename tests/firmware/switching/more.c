@@ -31,3 +31,8 @@ void vStartOtherTask(void)
     xTaskCreate(vOtherTask, "Worker 1", 80u, 0, 1u, 0); /* a name app.c's task has too */
 #endif
 }
+
+#if defined(MPU_PORT)
+/* What FreeRTOS's MPU ports define: their task control blocks start with MPU settings. */
+void vPortStoreTaskMPUSettings(void) {}
+#endif

@@ -92,10 +92,16 @@ static void prvInitialiseNewTask(void (*code)(void *), const char *name, uint32_
     *--top = (uint32_t)(uintptr_t)prvTaskExitError; /* LR */
     top -= 5;                           /* r12, r3, r2, r1 */
     *top = (uint32_t)(uintptr_t)parameters; /* r0: the task's argument */
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+    top -= 8;                           /* r4-r11 */
+    *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
+    *--top = (uint32_t)(uintptr_t)stack; /* PSPLIM: the stack's low end */
+#else
 #if defined(__ARM_FP)
     *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
 #endif
     top -= 8;                           /* r4-r11 */
+#endif
     tcb->pxTopOfStack = top;
     tcb->xStateListItem.pvOwner = tcb;
     vListInsertEnd(&pxReadyTasksLists[1], &tcb->xStateListItem);
@@ -187,7 +193,102 @@ void taskYIELD(void)
     __asm volatile("dsb\nisb" ::: "memory");
 }
 
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+/* As ARM_CM33_NTZ (and ARM_CM55_NTZ, ARM_CM85_NTZ): PSPLIM, EXC_RETURN and r4-r11 below
+ * the exception frame, and s16-s31 above them when the task's FP context is live. */
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r0, psp\n"
+                   "isb\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
 #if defined(__ARM_FP)
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vstmdbeq r0!, {s16-s31}\n"
+#endif
+                   "mrs r2, psplim\n"
+                   "mov r3, lr\n"
+                   "stmdb r0!, {r2-r11}\n"
+                   "str r0, [r1]\n"
+                   "bl vTaskSwitchContext\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r2-r11}\n"
+                   "msr psplim, r2\n"
+                   "mov lr, r3\n"
+#if defined(__ARM_FP)
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vldmiaeq r0!, {s16-s31}\n"
+#endif
+                   "msr psp, r0\n"
+                   "bx lr\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r2-r11}\n"
+                   "msr psplim, r2\n"
+                   "msr psp, r0\n"
+                   "mov lr, r3\n"
+                   "bx lr\n");
+}
+#elif defined(__ARM_ARCH_6M__)
+/* As ARM_CM0: r4-r7, then r8-r11 through the low registers, below the exception frame. */
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r0, psp\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r2, [r3]\n"
+                   "sub r0, #32\n"
+                   "str r0, [r2]\n"
+                   "stmia r0!, {r4-r7}\n"
+                   "mov r4, r8\n"
+                   "mov r5, r9\n"
+                   "mov r6, r10\n"
+                   "mov r7, r11\n"
+                   "stmia r0!, {r4-r7}\n"
+                   "push {r3, r14}\n"
+                   "bl vTaskSwitchContext\n"
+                   "pop {r2, r3}\n"
+                   "ldr r1, [r2]\n"
+                   "ldr r0, [r1]\n"
+                   "add r0, #16\n"
+                   "ldmia r0!, {r4-r7}\n"
+                   "mov r8, r4\n"
+                   "mov r9, r5\n"
+                   "mov r10, r6\n"
+                   "mov r11, r7\n"
+                   "msr psp, r0\n"
+                   "sub r0, #32\n"
+                   "ldmia r0!, {r4-r7}\n"
+                   "bx r3\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "add r0, #16\n"
+                   "ldmia r0!, {r4-r7}\n"
+                   "mov r8, r4\n"
+                   "mov r9, r5\n"
+                   "mov r10, r6\n"
+                   "mov r11, r7\n"
+                   "msr psp, r0\n"
+                   "sub r0, #32\n"
+                   "ldmia r0!, {r4-r7}\n"
+                   "ldr r0, =0xFFFFFFFD\n"
+                   "mov lr, r0\n"
+                   "bx lr\n");
+}
+#elif defined(__ARM_FP)
 __attribute__((naked)) void xPortPendSVHandler(void)
 {
     __asm volatile("mrs r0, psp\n"
