@@ -405,3 +405,22 @@ def test_an_mpu_ports_tasks_need_debug_information(
         "with the task's MPU settings, which only the image's debug information lays out: "
         "build switching.elf with -g to read its tasks from a run"
     )
+
+
+def test_a_main_stack_outside_the_boards_memories_is_an_error(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The SSRAM2/3 mirror above the board's 4 MB: QEMU runs it, the board has no memory
+    there, so the mark would be read from nowhere."""
+    flags = [*CORES[base], *FLAGS, "-Wl,--defsym=__stack_top=0x20800000"]
+    firmware = _build(tmp_path / "build", flags)
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--run", "--json"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    message = (
+        "--run: the main stack, [0x207fe000, 0x20800000) below the initial stack pointer of "
+        f"switching.elf's vector table, is in none of board switching's writable memories: "
+        "add the memory it is in to the board (or correct the main stack's size)"
+    )
+    assert captured.err.strip() == f"memplace: error: {message}"
+    assert json.loads(captured.out)["error"]["message"] == message

@@ -297,6 +297,14 @@ def run_firmware(
         for memory in board.memories.values()
         if memory.writable() and chosen.name in memory.access
     ]
+    if top is not None and budget is not None and not _inside(areas, top - budget, top):
+        raise InputError(
+            f"the main stack, [0x{top - budget:08x}, 0x{top:08x}) below the initial stack "
+            f"pointer of {elf.name}'s vector table, is in none of board {board.name}'s "
+            "writable memories: add the memory it is in to the board (or correct the "
+            "main stack's size)",
+            key="--run",
+        )
     calls = semihosting_calls(image)
     late = _late_paints(image) if chosen.rtos == "freertos" else None
     return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout, calls, late)
@@ -352,6 +360,10 @@ def _library_heap(image: Image) -> list[tuple[int, int]]:
     return []
 
 
+def _inside(areas: Sequence[tuple[int, int]], low: int, high: int) -> bool:
+    return any(start <= low and high <= start + size for start, size in areas)
+
+
 def _in_sections(image: Image, low: int, high: int) -> bool:
     return any(s.address < high and low < s.end for s in image.sections if s.size)
 
@@ -401,7 +413,11 @@ def _task_mark(
     for low in lows:
         left = untouched(run, low, size)
         if left is None:
-            continue
+            message = (
+                f"no mark: task {task.task!r}'s stack, [0x{low:08x}, 0x{low + size:08x}), "
+                "is in none of the board's memories the run read: add the memory it is in"
+            )
+            return None, [Finding("stack-mark", task.context, message)]
         if left == 0 and not run.was_painted(low):
             message = (
                 f"no mark: the lowest bytes of task {task.task!r}'s stack at 0x{low:08x} hold "
