@@ -394,14 +394,6 @@ RULES: list[tuple[str, Change, str]] = [
         r"\(rtos: freertos\)",
     ),
     (
-        "task without a stack size",
-        lambda d: (
-            d["cores"]["cpu0"].update(rtos="freertos"),
-            d["contexts"].update(rx={"core": "cpu0", "kind": "task", "entry": "main"}),
-        ),
-        r"contexts.rx: a task needs its stack's size: stack: \{size: BYTES\}",
-    ),
-    (
         "task stack with a stray key",
         lambda d: (
             d["cores"]["cpu0"].update(rtos="freertos"),

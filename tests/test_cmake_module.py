@@ -252,3 +252,36 @@ def test_objects_belong_to_one_core(
         "memplace: error: --objects: the folder holds one image's objects; name its core with "
         "--core (cpu0, cpu1)"
     )
+
+
+@pytest.mark.parametrize("build_type", ["", "Debug", "Release", "RelWithDebInfo", "MinSizeRel"])
+def test_every_build_type_passes_the_post_build_check(build_type: str, tmp_path: Path) -> None:
+    """The example with the optimisation left to CMake's build type (none by default, -O0
+    in effect): GCC's -O0 code restores the stack pointer from its frame pointer, which the
+    stack analysis follows, so the check after the link passes every build type."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    shutil.copytree(EXAMPLE, tmp_path / "app")
+    cmake_lists = tmp_path / "app" / "CMakeLists.txt"
+    text = cmake_lists.read_text()
+    assert " -O2 " in text
+    cmake_lists.write_text(text.replace(" -O2 ", " "))
+    example = Example(tmp_path / "app", tmp_path / "build", env)
+    configure = example.cmake(
+        "-S",
+        str(example.source),
+        "-B",
+        str(example.build),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'arm-none-eabi.cmake'}",
+        f"-DCMAKE_BUILD_TYPE={build_type}",
+    )
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    built = example.build_it()
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "verify: ok" in built.stdout
+    assert re.search(
+        r"stack main: measured - of \d+ bytes \(planned buffers \d+\), static bound \d+",
+        built.stdout,
+    )

@@ -50,21 +50,73 @@ def base(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def firmware(tmp_path_factory: pytest.TempPathFactory, base: str) -> Path:
-    build = tmp_path_factory.mktemp("switching") / "build"
+    return _build(tmp_path_factory.mktemp("switching") / "build", [*CORES[base], *FLAGS])
+
+
+def _build(build: Path, flags: list[str]) -> Path:
     build.mkdir()
     gcc = process.find_tool("arm-none-eabi-gcc")
-    flags = [*CORES[base], *FLAGS]
     objects = []
-    for name in ("rtos", "app", "startup"):
+    for name in ("rtos", "app", "more", "startup"):
         objects.append(str(build / f"{name}.o"))
         argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
         assert (
             process.run([*argv, str(SOURCES / f"{name}.c"), "-o", objects[-1]], 120).returncode == 0
         )
     elf = build / "switching.elf"
-    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld"), *objects, "-o", str(elf)]
-    assert process.run(argv, timeout=120).returncode == 0
+    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld"), *objects, "-lgcc"]
+    assert process.run([*argv, "-o", str(elf)], timeout=120).returncode == 0
     return elf
+
+
+# More of FreeRTOS's ports, each switching as the port does (tests/firmware/switching):
+# the board it runs on, what the board's core says, the compiler's flags, and what a
+# switch leaves on the deep task's stack (its FP context live) and on the shallow one's.
+PORTS = {
+    "ARM_CM0": ("qemu-mps2-an385", ", cpu: cortex-m0", ["-mcpu=cortex-m0"], 76, 76),
+    "ARM_CM7": (
+        "qemu-mps2-an500",
+        "",
+        ["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-d16"],
+        216,
+        80,
+    ),
+    "ARM_CM33_NTZ": (
+        "qemu-mps3-an547",
+        "",
+        ["-mcpu=cortex-m55", "-mfloat-abi=hard", "-DNO_DEVICE_TIMER"],
+        220,
+        84,
+    ),
+}
+
+
+@pytest.mark.parametrize("port", sorted(PORTS))
+def test_each_ports_switch_frame_holds_its_mark(
+    port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Armv6-M (r8-r11 through the low registers), the Cortex-M7's FP port and Armv8.1-M
+    (PSPLIM and EXC_RETURN under r4-r11, the extended frame and s16-s31 over them): the
+    port is read from the image and core, and the deep task, switched out at its deepest
+    frame, measures within a word or two of its bound."""
+    base, core, flags, deep_switch, plain_switch = PORTS[port]
+    flags = [*flags, "-mthumb", *FLAGS, "-Wl,--defsym=__stack_top=0x20080000"]
+    firmware = _build(tmp_path / "build", flags)
+    board = tmp_path / "board.yaml"
+    board.write_text(
+        BOARD.replace("BASE", base).replace(
+            "cpu0: {rtos: freertos}", f"cpu0: {{rtos: freertos{core}}}"
+        )
+    )
+    argv = ["stacks", str(firmware), "--board", str(board), "--json", "--run", "--timeout", "2"]
+    assert main(argv) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    switch = f"context switch (freertos {port})"
+    assert stacks["deep"]["interrupts"] == [{"context": switch, "bytes": deep_switch}]
+    assert stacks["shallow"]["interrupts"] == [{"context": switch, "bytes": plain_switch}]
+    for name, stack in stacks.items():
+        assert 0 < stack["measured"] <= stack["static_bound"], name
+    assert stacks["deep"]["static_bound"] - stacks["deep"]["measured"] <= 16
 
 
 @pytest.fixture
@@ -72,6 +124,151 @@ def board_file(tmp_path: Path, base: str) -> Path:
     path = tmp_path / "board.yaml"
     path.write_text(BOARD.replace("BASE", base))
     return path
+
+
+def test_tasks_are_found_bounded_and_measured_without_being_listed(
+    firmware: Path, board_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The firmware creates two tasks at one entry (vWorkerTask) with xTaskCreate, their
+    stacks from the heap, which the board does not list: each is found from its creation's
+    constants (name, depth in words), bounded from the entry, and measured from memplace's
+    paint of the heap, since the kernel fills no stack."""
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json"]
+    assert main(argv) == 0
+    static = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    assert main([*argv, "--run", "--timeout", "2"]) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    assert sorted(stacks) == ["Other", "Worker 1", "Worker 2", "deep", "main", "shallow"]
+    for name in ("Worker 1", "Worker 2", "Other"):
+        worker = stacks[name]
+        assert worker["budget"] == 96 * 4
+        assert worker["static_bound"] == static[name]["static_bound"]
+        assert 64 < worker["measured"] <= worker["static_bound"]
+    # Two static functions named work, in app.c and more.c: each task's path says which.
+    assert stacks["Worker 1"]["path"] == ["vWorkerTask", "app.c:work"]
+    assert stacks["Other"]["path"] == ["vOtherTask", "more.c:work"]
+
+
+def test_a_hint_names_one_of_two_static_functions_by_its_file(
+    firmware: Path, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json"]
+    assert main(argv) == 0
+    before = {
+        s["context"]: s["static_bound"] for s in json.loads(capsys.readouterr().out)["stacks"]
+    }
+    hints = tmp_path / "hints.yaml"
+    hints.write_text("memplace: stack_hints/v1\nframes:\n  - {function: more.c:work, size: 200}\n")
+    assert main([*argv, "--stack-hints", str(hints)]) == 0
+    after = {s["context"]: s["static_bound"] for s in json.loads(capsys.readouterr().out)["stacks"]}
+    assert after["Other"] > before["Other"]
+    assert after["Worker 1"] == before["Worker 1"]
+
+
+def test_a_stack_nothing_filled_has_no_mark(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A heap memplace does not know (not FreeRTOS's ucHeap) is not painted, and the kernel
+    fills nothing: its tasks get no mark, never a false overflow. A task created with a
+    name built at run time is found from the creation call the run makes (entry, name and
+    depth as given); one made by a function memplace does not follow is found in the
+    kernel's lists only: a finding, since nothing says its entry or size."""
+    flags = [*CORES[base], *FLAGS, "-DHEAP=xAppHeap", "-DNAMED_AT_RUN_TIME"]
+    firmware = _build(tmp_path / "build", flags)
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json"]
+    assert main(argv) == 1
+    found = {
+        (f["check"], f["subject"]): f["message"]
+        for f in json.loads(capsys.readouterr().out)["findings"]
+    }
+    (created,) = [m for (_, subject), m in found.items() if subject.startswith("created at")]
+    assert created.startswith("main creates vWorkerTask() through xTaskCreate at 0x")
+    assert main([*argv, "--run", "--timeout", "2"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    stacks = {s["context"]: s for s in report["stacks"]}
+    assert stacks["Worker 2"]["measured"] is None
+    # Two tasks of other code share the name Worker 1: a stack each, and no mark.
+    mine, other = (
+        stacks["Worker 1 (vWorkerTask, 384 bytes)"],
+        stacks["Worker 1 (vOtherTask, 320 bytes)"],
+    )
+    assert other["path"] == ["vOtherTask", "more.c:work"] and other["budget"] == 320
+    assert mine["measured"] is None and other["measured"] is None
+    assert stacks["deep"]["measured"] is not None  # a static stack, painted as it is given
+    late = stacks["Late"]  # its name made at run time: the run's creation call says it
+    assert late["budget"] == 64 * 4 and late["path"] == ["vWorkerTask", "app.c:work"]
+    found = {(f["check"], f["subject"]): f["message"] for f in report["findings"]}
+    assert not [f for f in report["findings"] if f["check"] in ("stack-budget", "stack-analysis")]
+    assert found[("stack-mark", "Worker 2")].startswith(
+        "no mark: the lowest bytes of task 'Worker 2''s stack at 0x"
+    )
+    assert found[("stack-mark", "Worker 1 (vOtherTask, 320 bytes)")] == (
+        "no mark: tasks of other code or stack sizes are named 'Worker 1' too, and the run "
+        "cannot tell their stacks apart"
+    )
+    assert found[("task", "Pinned")] == (
+        "the kernel runs task 'Pinned', which no task creation memplace follows and no board "
+        "task names: list it in the board (kind: task, entry, task, stack: {size: BYTES})"
+    )
+    assert not [subject for _, subject in found if subject.startswith("created at")]
+
+
+def test_the_c_librarys_heap_is_painted_too(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """heap_3 takes task stacks from malloc: the heap the linker script names (a section
+    `.heap` here) is painted at main as FreeRTOS's ucHeap is."""
+    firmware = _build(
+        tmp_path / "build", [*CORES[base], *FLAGS, "-DHEAP=xAppHeap", "-DHEAP_SECTION"]
+    )
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json", "--run"]
+    assert main([*argv, "--timeout", "2"]) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    for name in ("Worker 1", "Worker 2", "Other"):
+        assert 64 < stacks[name]["measured"] <= stacks[name]["static_bound"], name
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        (
+            "ghost: {core: cpu0, kind: task, entry: vDeepTask, task: Ghost, stack: {size: 512}}",
+            "the firmware creates no task named 'Ghost'; it creates vDeepTask() as 'Deep'; "
+            "the run's tasks: Deep, Other, Shallow, Worker 1, Worker 2",
+        ),
+        (
+            "deep: {core: cpu0, kind: task, entry: vDeepTask, task: Deep, stack: {size: 1024}}",
+            "the board gives it 1024 bytes, more than the 512 bytes of stack the firmware "
+            "creates task 'Deep' with (xTaskCreateStatic in main); its budget is the real "
+            "stack's",
+        ),
+        (
+            "deep: {core: cpu0, kind: task, entry: vShallowTask, task: Deep, stack: {size: 512}}",
+            "the board starts task 'Deep' at vShallowTask(), but the firmware creates it at "
+            "vDeepTask() (xTaskCreateStatic in main)",
+        ),
+    ],
+    ids=["never created", "larger than the real stack", "another entry"],
+)
+def test_a_board_task_that_does_not_match_the_firmware_is_a_finding(
+    firmware: Path,
+    base: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    context: str,
+    message: str,
+) -> None:
+    board = BOARD.replace("BASE", base).replace(
+        "  deep:    {core: cpu0, kind: task, entry: vDeepTask, task: Deep, stack: {size: 512}}",
+        f"  {context}",
+    )
+    (tmp_path / "board.yaml").write_text(board)
+    argv = ["stacks", str(firmware), "--board", str(tmp_path / "board.yaml"), "--json"]
+    assert main([*argv, "--run", "--timeout", "1"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    subject = context.split(":")[0]
+    assert [f["message"] for f in report["findings"] if f["check"] == "task"] == [message]
+    assert any(f["subject"] == subject for f in report["findings"])
 
 
 def test_marks_are_read_from_the_running_firmware(
@@ -193,3 +390,37 @@ def test_a_failing_exit_is_a_finding(built_demo: Path, capsys: pytest.CaptureFix
         "subject": "exit",
         "message": "the firmware exited with code 125",
     } in findings
+
+
+def test_an_mpu_ports_tasks_need_debug_information(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = [*CORES[base], "-O1", "-ffreestanding", "-DMPU_PORT"]  # no -g
+    port = {"qemu-mps2-an385": "ARM_CM3_MPU", "qemu-mps2-an386": "ARM_CM4_MPU"}[base]
+    firmware = _build(tmp_path / "build", flags)
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--run", "--timeout", "1"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"memplace: error: --run: FreeRTOS's {port} port starts its task control blocks "
+        "with the task's MPU settings, which only the image's debug information lays out: "
+        "build switching.elf with -g to read its tasks from a run"
+    )
+
+
+def test_a_main_stack_outside_the_boards_memories_is_an_error(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The SSRAM2/3 mirror above the board's 4 MB: QEMU runs it, the board has no memory
+    there, so the mark would be read from nowhere."""
+    flags = [*CORES[base], *FLAGS, "-Wl,--defsym=__stack_top=0x20800000"]
+    firmware = _build(tmp_path / "build", flags)
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--run", "--json"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    message = (
+        "--run: the main stack, [0x207fe000, 0x20800000) below the initial stack pointer of "
+        f"switching.elf's vector table, is in none of board switching's writable memories: "
+        "add the memory it is in to the board (or correct the main stack's size)"
+    )
+    assert captured.err.strip() == f"memplace: error: {message}"
+    assert json.loads(captured.out)["error"]["message"] == message

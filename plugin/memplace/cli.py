@@ -64,6 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args is not None and args.debug:
             raise
         print(f"memplace: error: {exc}", file=sys.stderr)
+        given = sys.argv[1:] if argv is None else list(argv)
+        wants_json = getattr(args, "json", False) if args is not None else "--json" in given
+        if wants_json and exc.exit_code != CheckFailed.exit_code:
+            # (a failed check or plan has written its own JSON report already)
+            # A CI job that parses the output gets JSON whatever happened.
+            sys.stdout.write(_error_json(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         print("memplace: interrupted", file=sys.stderr)
@@ -86,6 +92,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for sig, before in previous.items():
             signal.signal(sig, before)
+
+
+def _error_json(exc: MemplaceError) -> str:
+    """The JSON a command given `--json` writes when it fails before its report: the error
+    with its exit code and, for bad input, where it is."""
+    error: dict[str, object] = {"message": str(exc), "exit_code": exc.exit_code}
+    if isinstance(exc, InputError):
+        if exc.mark is not None:
+            error.update(file=exc.mark.file, line=exc.mark.line, column=exc.mark.column)
+        if exc.key is not None:
+            error["key"] = exc.key
+    return json.dumps({"ok": False, "error": error}, indent=2) + "\n"
 
 
 class Terminated(BaseException):

@@ -16,10 +16,20 @@ alloca:                        # bytes of alloca and VLAs one activation takes a
   - {function: format_row, size: 256}
 frames:                        # a function's own frame, where its code cannot be followed
   - {function: switch_stacks, size: 64}
+cut_calls:                     # calls the code holds but never makes (an assumption,
+  - {caller: prvLog, callee: vDumpAll}          # reported with the bounds); without a
+  - {callee: vAssertCalled}                     # caller, from everywhere; with called_from,
+  - {caller: xTaskIncrementTick, callee: vApplicationTickHook, called_from: xTaskResumeAll}
+interrupts_masked_until_scheduler: true   # an RTOS firmware takes no interrupt before its
+                                          # scheduler starts: main's frames and the
+                                          # handlers' never share the main stack
 ```
 
 Function names are as the symbol table spells them (`nm`): a static clone is
-`helper.constprop.0`. A name that is in none of the images is an error.
+`helper.constprop.0`. Where static functions of several files share a name, `file.c:name`
+names one of them (reports name them so), and the plain name all of them. A name that is
+in none of the images is a warning (a build at another optimisation level may inline it or
+leave it out), with the nearest name that is.
 
 A board or workload file may hold hints too, under `stack_hints:`: a list whose items are
 what a hints file holds (`memplace: stack_hints/v1` may be left out, the file they sit in is
@@ -40,9 +50,19 @@ from memplace.errors import InputError, Mark
 from memplace.source import Document, Node, suggest
 
 VERSION = "stack_hints/v1"
-KEYS = ("memplace", "indirect_calls", "recursion", "alloca", "frames")
+KEYS = (
+    "memplace",
+    "indirect_calls",
+    "recursion",
+    "alloca",
+    "frames",
+    "cut_calls",
+    "interrupts_masked_until_scheduler",
+)
 
-_FUNCTION = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
+# A name as the symbol table spells it, or `file.c:name` for one of several static
+# functions of that name.
+_FUNCTION = re.compile(r"^(?:[\w.+-]+:)?[A-Za-z_.$][A-Za-z0-9_.$]*$")
 _SITE = re.compile(r"^(.+?):(\d+)(?::(\d+))?$")
 
 
@@ -94,11 +114,32 @@ class FunctionHint:
 
 
 @dataclass(frozen=True)
+class CutCall:
+    """A call the code holds that is never made: its edge leaves the call graph."""
+
+    caller: str | None  # None: every caller (an assertion's handler, say)
+    callee: str
+    mark: Mark
+    callee_mark: Mark
+    called_from: str | None = None
+    """Only where `caller` is called from this function (its other callers keep the call)."""
+    called_from_mark: Mark | None = None
+
+    def __str__(self) -> str:
+        where = f" when called from {self.called_from}" if self.called_from else ""
+        if self.caller is None:
+            return f"no function calls {self.callee} ({self.mark})"
+        return f"{self.caller} never calls {self.callee}{where} ({self.mark})"
+
+
+@dataclass(frozen=True)
 class StackHints:
     indirect_calls: tuple[IndirectHint, ...] = ()
     recursion: tuple[FunctionHint, ...] = ()
     alloca: tuple[FunctionHint, ...] = ()
     frames: tuple[FunctionHint, ...] = ()
+    cut_calls: tuple[CutCall, ...] = ()
+    masked_until_scheduler: bool = False
     source: str = "<none>"
     # Files whose hints may name functions no image links (the bundled library sets).
     lenient: frozenset[str] = frozenset()
@@ -110,6 +151,8 @@ class StackHints:
             recursion=self.recursion + other.recursion,
             alloca=self.alloca + other.alloca,
             frames=self.frames + other.frames,
+            cut_calls=self.cut_calls + other.cut_calls,
+            masked_until_scheduler=self.masked_until_scheduler or other.masked_until_scheduler,
             source=f"{self.source}, {other.source}",
             lenient=self.lenient | other.lenient,
         )
@@ -138,6 +181,8 @@ class StackHints:
             recursion=_function_hints(root, "recursion", "depth", minimum=1),
             alloca=_function_hints(root, "alloca", "size", minimum=0),
             frames=_function_hints(root, "frames", "size", minimum=0),
+            cut_calls=tuple(_cut(item) for item in _items(root, "cut_calls")),
+            masked_until_scheduler=_flag(root, "interrupts_masked_until_scheduler"),
             source=doc.file,
         )
 
@@ -154,6 +199,10 @@ class StackHints:
         for key, value_key, group in groups:
             if group:
                 data[key] = [{"function": h.function, value_key: h.value} for h in group]
+        if self.cut_calls:
+            data["cut_calls"] = [_cut_data(cut) for cut in self.cut_calls]
+        if self.masked_until_scheduler:
+            data["interrupts_masked_until_scheduler"] = True
         return data
 
     def names(self) -> list[tuple[str, Mark]]:
@@ -165,7 +214,27 @@ class StackHints:
             found += list(zip(hint.targets, hint.target_marks, strict=True))
         for group in (self.recursion, self.alloca, self.frames):
             found += [(hint.function, hint.mark) for hint in group]
+        for cut in self.cut_calls:
+            found.append((cut.callee, cut.callee_mark))
+            if cut.caller is not None:
+                found.append((cut.caller, cut.mark))
+            if cut.called_from is not None and cut.called_from_mark is not None:
+                found.append((cut.called_from, cut.called_from_mark))
         return [(name, mark) for name, mark in found if mark.file not in self.lenient]
+
+    def is_cut(self, caller: tuple[str, ...], callee: tuple[str, ...]) -> bool:
+        """Whether a hint says the call from `caller` to `callee` is never made."""
+        return any(
+            (c.caller is None or c.caller in caller) and c.callee in callee and not c.called_from
+            for c in self.cut_calls
+        )
+
+    def assumptions(self) -> tuple[str, ...]:
+        """What the hints assume that no analysis checks, as the reports say it."""
+        said = [f"call cut: {cut}" for cut in self.cut_calls]
+        if self.masked_until_scheduler:
+            said.append(f"interrupts stay masked until the scheduler starts ({self.source})")
+        return tuple(said)
 
     def recursion_depth(self, names: tuple[str, ...]) -> int | None:
         depths = [h.value for h in self.recursion if h.function in names]
@@ -188,6 +257,15 @@ class StackHints:
         if not chosen:
             return None
         return sorted({target for hint in chosen for target in hint.targets})
+
+
+def _cut_data(cut: CutCall) -> dict[str, Any]:
+    data: dict[str, Any] = {"callee": cut.callee}
+    if cut.caller is not None:
+        data["caller"] = cut.caller
+    if cut.called_from is not None:
+        data["called_from"] = cut.called_from
+    return data
 
 
 def _indirect_data(hint: IndirectHint) -> dict[str, Any]:
@@ -227,6 +305,15 @@ def load_hints(specs: Sequence[str | Path]) -> StackHints | None:
     return merged
 
 
+def _flag(root: Node, key: str) -> bool:
+    node = root.get(key)
+    if node is None:
+        return False
+    if not isinstance(node.value, bool):
+        raise node.error(f"expected true or false, got {node.value!r}")
+    return node.value
+
+
 def _items(root: Node, key: str) -> list[Node]:
     node = root.get(key)
     return [] if node is None else list(node.elements())
@@ -263,6 +350,22 @@ def _indirect(item: Node) -> IndirectHint:
     )
 
 
+def _cut(item: Node) -> CutCall:
+    item.mapping(("caller", "callee", "called_from"), required=("callee",))
+    caller, callee = item.get("caller"), item.child("callee")
+    source = item.get("called_from")
+    if source is not None and caller is None:
+        raise source.error("called_from says where the caller is called from: name the caller")
+    return CutCall(
+        caller=None if caller is None else _function(caller),
+        callee=_function(callee),
+        mark=item.doc.mark((caller or callee).path),
+        callee_mark=item.doc.mark(callee.path),
+        called_from=None if source is None else _function(source),
+        called_from_mark=None if source is None else item.doc.mark(source.path),
+    )
+
+
 def _function_hints(root: Node, key: str, value_key: str, minimum: int) -> tuple[FunctionHint, ...]:
     hints: list[FunctionHint] = []
     seen: dict[str, Mark] = {}
@@ -281,11 +384,13 @@ def _function_hints(root: Node, key: str, value_key: str, minimum: int) -> tuple
     return tuple(hints)
 
 
-def unknown_function(name: str, mark: Mark, known: list[str]) -> InputError:
-    return InputError(
-        f"no function {name!r} in the images; {_short(suggest(name, known))}",
-        mark,
-        "stack hints",
+def absent_function(name: str, mark: Mark, known: list[str]) -> str:
+    """The warning for a hint naming a function the images do not have: one an
+    optimisation level inlined or never linked, so one hints file serves every build type
+    (or a misspelt name, hence the suggestion)."""
+    return (
+        f"{mark}: stack hints: no function {name!r} in this build (inlined, or not linked), "
+        f"so the hint is not used; {_short(suggest(name, known))}"
     )
 
 

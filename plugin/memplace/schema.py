@@ -141,9 +141,27 @@ def _stack_hints() -> Schema:
             "description": "the functions an indirect call can reach",
             "items": indirect,
         },
-        "recursion": function_hint("depth", 1, "at most `depth` activations of a cycle"),
+        "recursion": function_hint("depth", 1, "at most `depth` passes through a cycle"),
         "alloca": function_hint("size", 0, "bytes of alloca and VLAs of one activation"),
         "frames": function_hint("size", 0, "a function's own frame, where code is not followed"),
+        "cut_calls": {
+            "type": "array",
+            "description": "calls the code holds but never makes (an assumption, reported)",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "caller": function,
+                    "callee": function,
+                    "called_from": function,
+                },
+                "required": ["callee"],
+                "additionalProperties": False,
+            },
+        },
+        "interrupts_masked_until_scheduler": {
+            "type": "boolean",
+            "description": "no interrupt is taken before the RTOS's scheduler starts",
+        },
     }
     return {
         "type": "array",

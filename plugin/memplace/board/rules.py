@@ -753,12 +753,12 @@ def _task(item: Node, key: str, core: Core) -> tuple[int | None, str]:
             f"a task runs under an RTOS; say which on core {core.name!r} (rtos: freertos)"
         )
     stack = item.get("stack")
+    task = item.child("task").string() if item.has("task") else key
     if stack is None:
-        raise item.error("a task needs its stack's size: stack: {size: BYTES}")
+        return None, task  # the size the firmware creates the task with (`memplace stacks`)
     if not stack.has("memory"):
         stack.mapping(("memory", "size"), required=("size",))
     budget = None if stack.has("memory") else stack.child("size").size()
-    task = item.child("task").string() if item.has("task") else key
     if not task:
         raise item.child("task").error("a task's name is not empty")
     return budget, task
@@ -1038,6 +1038,8 @@ def _check_contexts(
             )
         entries: dict[str, str] = {}
         for spec in on_core:
+            if spec.kind == "task":
+                continue  # an RTOS may start several tasks at one function
             first = entries.setdefault(spec.entry, spec.name)
             if first != spec.name:
                 raise (spec.node.get("entry") or spec.node).error(

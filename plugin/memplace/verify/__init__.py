@@ -16,7 +16,7 @@ from memplace.verify.formats import to_junit, to_sarif, write_reports
 from memplace.verify.image import Image
 from memplace.verify.report import CHECKS, Finding, Report, StackReport
 from memplace.verify.runlog import RunLog, parse_run
-from memplace.verify.stack import context_bounds, graph_of, stack_findings
+from memplace.verify.stack import context_bounds, graph_of, hint_warnings, stack_findings
 
 __all__ = [
     "CHECKS",
@@ -51,6 +51,7 @@ def verify(
     findings = check_images(project, images)
     graphs = {core: graph_of(project, core, image, objects) for core, image in images.items()}
     bounds = context_bounds(project, images, graphs, hints)
+    warnings = hint_warnings(hints, graphs.values()) if hints is not None else ()
     stacks = []
     for stack in project.plan.stacks:
         bound = bounds.get(stack.context)
@@ -71,7 +72,13 @@ def verify(
         )
     if run is not None:
         findings += _run_findings(run)
-    return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
+    assumptions = hints.assumptions() if hints is not None else ()
+    checks = tuple(c for c in CHECKS if c not in STACKS_ONLY)
+    return Report(tuple(dict.fromkeys(findings)), tuple(stacks), warnings, assumptions, checks)
+
+
+STACKS_ONLY = ("task", "stack-mark")
+"""Checks only `memplace stacks` runs (on firmware memplace did not generate)."""
 
 
 def project_hints(folder: Path) -> StackHints | None:

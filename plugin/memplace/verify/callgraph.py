@@ -12,12 +12,13 @@ function of the image, the larger frame of the two, and the union of their calls
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memplace.errors import InputError
-from memplace.verify.frames import Call, Frame
+from memplace.verify.frames import Call, Frame, Instruction
 from memplace.verify.image import Function, LineTable
 
 INDIRECT = "__indirect_call"
@@ -142,6 +143,8 @@ class CallGraph:
     nodes: Mapping[int, Node]
     by_name: Mapping[str, int]  # every name of every function → its address
     floating: frozenset[int] = frozenset()  # functions with floating-point instructions
+    code: tuple[Instruction, ...] = ()  # the image's instructions, in address order
+    symbols: frozenset[str] = frozenset()  # every symbol's name (an RTOS port's tells)
 
     def reaches_floating(self, root: int, edges: Mapping[int, Iterable[tuple[int, int]]]) -> bool:
         """Whether `root` or any function it calls (along `edges`) uses the FPU."""
@@ -168,6 +171,7 @@ def merge(
     lines: LineTable | None = None,
 ) -> CallGraph:
     """The call graph of one image from its frames and GCC's reports."""
+    frames = _qualified(frames)
     functions = [frame.function for frame in frames.values()]
     resolver = _Resolver(functions)
     reported: dict[int, GccFunction] = {}
@@ -203,6 +207,21 @@ def merge(
         for address, frame in frames.items()
     }
     return CallGraph(nodes=nodes, by_name=resolver.names)
+
+
+def _qualified(frames: Mapping[int, Frame]) -> dict[int, Frame]:
+    """The frames, with each function whose name another function of the image has too
+    (static functions of different files) named by its file first: `echo.c:prvServer`.
+    Its plain name stays one of its names, so a hint naming it holds for all of them."""
+    counts = Counter(frame.function.name for frame in frames.values())
+    qualified = {}
+    for address, frame in frames.items():
+        function = frame.function
+        if counts[function.name] > 1 and function.file is not None:
+            name = f"{Path(function.file).name}:{function.name}"
+            frame = replace(frame, function=replace(function, names=(name, *function.names)))
+        qualified[address] = frame
+    return qualified
 
 
 def _larger(old: GccFunction | None, new: GccFunction) -> GccFunction:

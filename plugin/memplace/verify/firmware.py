@@ -23,13 +23,22 @@ resets the main stack pointer when the first task starts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from memplace.board import FIRST_IRQ_EXCEPTION, Board, Context, Core
 from memplace.errors import InputError
 from memplace.hints import StackHints
-from memplace.verify.freertos import FILL, layout_of, task_stacks, untouched, unused_words
+from memplace.verify.callgraph import CallGraph
+from memplace.verify.freertos import (
+    FILL,
+    LISTS,
+    layout_of,
+    task_stacks,
+    untouched,
+    unused_words,
+)
 from memplace.verify.image import Image
 from memplace.verify.report import SWITCH, Finding, Report, StackReport
 from memplace.verify.rtos import port_for, task_switch_cost
@@ -37,12 +46,19 @@ from memplace.verify.stack import (
     Analysis,
     Bound,
     ContextBound,
-    check_hint_names,
     exception_frame,
+    hint_warnings,
     image_graph,
     stack_findings,
 )
-from memplace.verify.target_memory import Paint, RunMemory, run_and_read, semihosting_calls
+from memplace.verify.target_memory import (
+    LatePaints,
+    Paint,
+    RunMemory,
+    run_and_read,
+    semihosting_calls,
+)
+from memplace.verify.tasks import CreatedTask, created_tasks
 
 
 def check_stacks(
@@ -64,38 +80,198 @@ def check_stacks(
     for hint_set in board.stack_hints:
         hints = hint_set if hints is None else hints.merged(hint_set)
     hints = hints or StackHints()
-    if hints.names():
-        check_hint_names(hints, [graph])
+    warnings = hint_warnings(hints, [graph])
     analysis = Analysis(graph, hints)
     contexts = [c for c in board.contexts.values() if c.core == chosen.name]
     nesting = _nesting(contexts, chosen, analysis, exception_frame(chosen), image)
-    marks = _marks(image, board, chosen, contexts, run) if run is not None else {}
     findings: list[Finding] = []
+    tasks: list[TaskStack] = []
+    running: dict[str, tuple[int, ...]] | None = None
+    if chosen.rtos == "freertos":
+        layout = layout_of(image.path)
+        port = port_for(chosen.rtos, chosen.cpu, chosen.float_abi, graph.symbols)
+        if run is not None and port.name.endswith("_MPU") and not layout.from_dwarf:
+            raise InputError(
+                f"FreeRTOS's {port.name} port starts its task control blocks with the task's "
+                f"MPU settings, which only the image's debug information lays out: build "
+                f"{image.path.name} with -g to read its tasks from a run",
+                key="--run",
+            )
+        found = created_tasks(image, graph, layout.name_length)
+        if run is not None:
+            found = (*found, *_created_at_run(run, graph))
+            running = task_stacks(image, run, layout) if _has_task_lists(image) else None
+        tasks, findings = _task_stacks(contexts, found, graph, running)
     stacks = []
+    main = _main_context(board, chosen)
     for context in contexts:
         budget = context.stack_budget()
-        if context.kind == "isr" or budget is None:
-            continue  # a handler runs on the main stack (or the stacks it preempts)
-        if context.kind == "task":
-            bound = _task_bound(context, chosen, analysis, image)
-        else:
-            bound = _main_bound(context, chosen, analysis, image, nesting)
-        measured = marks.get(context.name)
+        if context.kind != "thread" or budget is None:
+            continue
+        bound = _main_bound(context, chosen, analysis, image, nesting, hints.masked_until_scheduler)
+        on_main = context is main and run is not None
+        measured = _main_mark(image, chosen, budget, run) if on_main and run else None
         findings += stack_findings(context.name, budget, bound, measured)
-        stacks.append(
-            StackReport(
-                context=context.name,
-                budget=budget,
-                planned=0,
-                static_bound=bound.bytes,
-                measured=measured,
-                path=bound.path,
-                interrupts=bound.interrupts,
-            )
-        )
+        stacks.append(_stack_report(context.name, budget, bound, measured))
+    for task in tasks:
+        bound = _task_bound(task, chosen, analysis, image)
+        measured = None
+        if running is not None and run is not None:
+            measured, unread = _task_mark(task, running, run)
+            findings += unread
+        findings += stack_findings(task.context, task.budget, bound, measured)
+        stacks.append(_stack_report(task.context, task.budget, bound, measured))
     if run is not None and run.exit_code not in (None, 0):
         findings.append(Finding("run", "exit", f"the firmware exited with code {run.exit_code}"))
-    return Report(findings=tuple(dict.fromkeys(findings)), stacks=tuple(stacks))
+    checks = STACK_CHECKS + (RUN_CHECKS if run is not None else ())
+    return Report(
+        tuple(dict.fromkeys(findings)), tuple(stacks), warnings, hints.assumptions(), checks
+    )
+
+
+STACK_CHECKS = ("stack-unbounded", "stack-bound", "vector", "task")
+"""The checks `memplace stacks` runs from the image alone; a run adds RUN_CHECKS."""
+RUN_CHECKS = ("stack-analysis", "stack-budget", "stack-mark", "run")
+
+
+def _created_at_run(run: RunMemory, graph: CallGraph) -> tuple[CreatedTask, ...]:
+    """The task creations the run made, as the calls were given them (the image's
+    constants may not say: a depth computed, a name built)."""
+    return tuple(
+        CreatedTask("the run", 0, "a creation call", task.entry, task.name, task.words)
+        for task in run.created
+        if task.entry in graph.nodes and task.words
+    )
+
+
+def _stack_report(name: str, budget: int, bound: ContextBound, measured: int | None) -> StackReport:
+    return StackReport(
+        context=name,
+        budget=budget,
+        planned=0,
+        static_bound=bound.bytes,
+        measured=measured,
+        path=bound.path,
+        interrupts=bound.interrupts,
+    )
+
+
+@dataclass(frozen=True)
+class TaskStack:
+    """One task's stack to check: a task the firmware creates (found in its code), one the
+    board lists, or both (the board's entry matched by the task's name)."""
+
+    context: str  # the board's context, else the task's name
+    task: str  # the name the RTOS knows it by
+    entry: str  # its task function
+    budget: int  # the board's size, else the size the firmware creates it with
+    size: int | None  # the size the firmware creates it with, where a constant says
+    shared: bool = False  # tasks of other code or sizes have its name: no mark tells
+
+
+def _task_stacks(
+    contexts: Sequence[Context],
+    found: Sequence[CreatedTask],
+    graph: CallGraph,
+    running: Mapping[str, Sequence[int]] | None,
+) -> tuple[list[TaskStack], list[Finding]]:
+    """Every task to check, and what does not add up between the board's tasks, the ones
+    the firmware's code creates and (after a run) the ones its kernel's lists hold."""
+    created: dict[str, CreatedTask] = {}
+    for task in found:
+        if task.complete and task.name is not None:
+            created.setdefault(task.name, task)
+    listed = [c for c in contexts if c.kind == "task"]
+    stacks: list[TaskStack] = []
+    findings: list[Finding] = []
+    for context in listed:
+        name = context.task or context.name
+        match = created.get(name)
+        if match is None:
+            stacks += _listed_only(context, name, found, graph, running, findings)
+            continue
+        size = match.size or 0
+        entry = graph.nodes[match.entry].name if match.entry is not None else context.entry
+        given = graph.by_name.get(context.entry)
+        if given is not None and given != match.entry:
+            message = (
+                f"the board starts task {name!r} at {context.entry}(), but the firmware "
+                f"creates it at {entry}() ({match.via} in {match.creator})"
+            )
+            findings.append(Finding("task", context.name, message))
+        budget = context.stack_budget()
+        if budget is not None and budget > size:
+            message = (
+                f"the board gives it {budget} bytes, more than the {size} bytes of stack the "
+                f"firmware creates task {name!r} with ({match.via} in {match.creator}); its "
+                "budget is the real stack's"
+            )
+            findings.append(Finding("task", context.name, message))
+            budget = size
+        stacks.append(TaskStack(context.name, name, entry, budget or size, size))
+    taken = {stack.task for stack in stacks}
+    for name in sorted(set(created) - taken):
+        # One stack per distinct task of the name (entry and size): several tasks may
+        # share a name, as FreeRTOS allows.
+        variants = sorted(
+            {(t.entry, t.size) for t in found if t.name == name and t.complete},
+            key=lambda v: (v[0] or 0, v[1] or 0),
+        )
+        for entry_address, bytes_ in variants:
+            if entry_address is None or bytes_ is None:
+                continue
+            entry = graph.nodes[entry_address].name
+            label = name if len(variants) == 1 else f"{name} ({entry}, {bytes_} bytes)"
+            stacks.append(TaskStack(label, name, entry, bytes_, bytes_, len(variants) > 1))
+    taken |= set(created)
+    covered = {graph.by_name.get(c.entry) for c in listed}
+    for task in found if running is None else ():  # (a run shows what was created)
+        if not task.complete and task.entry not in covered:
+            what = graph.nodes[task.entry].name + "()" if task.entry is not None else "a task"
+            message = (
+                f"{task.creator} creates {what} through {task.via} at 0x{task.call:x} with "
+                "a name or stack depth that is no constant in the image: list the task in the "
+                "board (kind: task, entry, task: its name, stack: {size: BYTES})"
+            )
+            findings.append(Finding("task", f"created at 0x{task.call:x}", message))
+    for name in sorted(set(running or {}) - taken):
+        message = (
+            f"the kernel runs task {name!r}, which no task creation memplace follows and no board "
+            "task names: list it in the board (kind: task, entry, task, stack: {size: BYTES})"
+        )
+        findings.append(Finding("task", name, message))
+    return stacks, findings
+
+
+def _listed_only(
+    context: Context,
+    name: str,
+    found: Sequence[CreatedTask],
+    graph: CallGraph,
+    running: Mapping[str, Sequence[int]] | None,
+    findings: list[Finding],
+) -> list[TaskStack]:
+    """A board task no constant creation names: bounded from the board's entry and size,
+    and a finding when the firmware creates its entry under other names, or a run shows
+    no task of its name."""
+    entry = graph.by_name.get(context.entry)
+    others = sorted({t.name for t in found if t.entry == entry and t.name and entry is not None})
+    never = running is not None and name not in running
+    if others or never:
+        names = ", ".join(repr(other) for other in others)
+        created = f"; it creates {context.entry}() as {names}" if others else ""
+        seen = f"; the run's tasks: {', '.join(sorted(running or {})) or 'none'}" if never else ""
+        message = f"the firmware creates no task named {name!r}{created}{seen}"
+        findings.append(Finding("task", context.name, message))
+    budget = context.stack_budget()
+    if budget is None:
+        message = (
+            f"task {name!r} has no stack size: no constant creation gives it; give it in the "
+            "board (stack: {size: BYTES})"
+        )
+        findings.append(Finding("task", context.name, message))
+        return []
+    return [TaskStack(context.name, name, context.entry, budget, None)]
 
 
 def run_firmware(
@@ -121,8 +297,71 @@ def run_firmware(
         for memory in board.memories.values()
         if memory.writable() and chosen.name in memory.access
     ]
+    if top is not None and budget is not None and not _inside(areas, top - budget, top):
+        raise InputError(
+            f"the main stack, [0x{top - budget:08x}, 0x{top:08x}) below the initial stack "
+            f"pointer of {elf.name}'s vector table, is in none of board {board.name}'s "
+            "writable memories: add the memory it is in to the board (or correct the "
+            "main stack's size)",
+            key="--run",
+        )
     calls = semihosting_calls(image)
-    return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout, calls)
+    late = _late_paints(image) if chosen.rtos == "freertos" else None
+    return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout, calls, late)
+
+
+# The functions that take a task's stack from the caller, and how (`LatePaints`).
+CREATORS = {
+    "xTaskCreate": "dynamic",
+    "xTaskCreateRestricted": "parameters",
+    "xTaskCreateStatic": "static",
+    "xTaskCreateRestrictedStatic": "parameters",
+}
+HEAPS = ("ucHeap",)
+"""FreeRTOS's heap_1, heap_2 and heap_4 array (heap_5's regions are the application's, and
+named so in its own code: a `ucHeap` there is painted as well)."""
+HEAP_BOUNDS = (
+    ("__heap_start", "__heap_end"),
+    ("_heap_bottom", "_heap_top"),
+    ("__HeapBase", "__HeapLimit"),
+)
+"""The C library's heap (heap_3's malloc), as linker scripts name its ends; or the section
+`.heap`."""
+
+
+def _late_paints(image: Image) -> LatePaints:
+    """What a FreeRTOS firmware's task stacks are painted with while it runs: its heap at
+    `main` (after the startup code zeroed it, before any task is created), and each stack
+    handed to a static creation when the call is made. Every task stack then holds the
+    fill below its deepest use, whatever the kernel's configuration fills."""
+    functions = {name: f.address for f in image.iter_functions() for name in f.names}
+    main = functions.get("main")
+    heaps = [
+        Paint(symbol.address, symbol.size, FILL)
+        for name in HEAPS
+        if (symbol := image.get_symbol(name)) is not None and symbol.size
+    ]
+    heaps += [Paint(low, high - low, FILL) for low, high in _library_heap(image)]
+    creators = tuple(
+        (functions[name], kind) for name, kind in CREATORS.items() if name in functions
+    )
+    return LatePaints(main, tuple(heaps), creators, FILL, layout_of(image.path).name_length)
+
+
+def _library_heap(image: Image) -> list[tuple[int, int]]:
+    """The C library's heap, [low, high), where the linker script says where it is."""
+    section = image.get_section(".heap")
+    if section is not None and section.size:
+        return [(section.address, section.end)]
+    for low_name, high_name in HEAP_BOUNDS:
+        low, high = image.get_symbol(low_name), image.get_symbol(high_name)
+        if low is not None and high is not None and low.address < high.address:
+            return [(low.address, high.address)]
+    return []
+
+
+def _inside(areas: Sequence[tuple[int, int]], low: int, high: int) -> bool:
+    return any(start <= low and high <= start + size for start, size in areas)
 
 
 def _in_sections(image: Image, low: int, high: int) -> bool:
@@ -142,28 +381,51 @@ def _initial_stack_pointer(image: Image, core: Core) -> int | None:
     return None if data is None else int.from_bytes(data, "little")
 
 
-def _marks(
-    image: Image, board: Board, core: Core, contexts: Sequence[Context], run: RunMemory
-) -> dict[str, int]:
-    """Each stack's high-water mark in the run: the main stack's from the paint, each
-    task's from its RTOS's fill, found through the RTOS's task lists."""
-    marks: dict[str, int] = {}
-    main = _main_context(board, core)
+def _main_mark(image: Image, core: Core, budget: int, run: RunMemory) -> int | None:
+    """The main stack's high-water mark in the run, from the paint below its top."""
     top = _initial_stack_pointer(image, core)
-    budget = main.stack_budget() if main is not None else None
-    if main is not None and top is not None and budget is not None:
-        left = unused_words(run, top - budget, budget)
-        if left is not None:
-            marks[main.name] = budget - left
-    if core.rtos == "freertos":
-        stacks = task_stacks(image, run, layout_of(image.path))
-        for context in contexts:
-            budget = context.stack_budget()
-            low = stacks.get(context.task or "") if context.kind == "task" else None
-            left = untouched(run, low, budget) if low is not None and budget else None
-            if left is not None and budget is not None:
-                marks[context.name] = budget - left
-    return marks
+    if top is None:
+        return None
+    left = unused_words(run, top - budget, budget)
+    return None if left is None else budget - left
+
+
+def _has_task_lists(image: Image) -> bool:
+    return any(image.get_symbol(name) is not None for name in (*LISTS, "pxCurrentTCB"))
+
+
+def _task_mark(
+    task: TaskStack, running: Mapping[str, Sequence[int]], run: RunMemory
+) -> tuple[int | None, list[Finding]]:
+    """A task's high-water mark: its stack's size less the bytes at its low end that still
+    hold the fill (the largest of the tasks of its name). None when no task of its name was
+    running at the end, when tasks of other code share its name, or when its stack's low
+    end holds no fill at all (nothing filled it: no mark, rather than a false overflow)."""
+    lows = running.get(task.task, ())
+    if task.shared and lows:
+        message = (
+            f"no mark: tasks of other code or stack sizes are named {task.task!r} too, and "
+            "the run cannot tell their stacks apart"
+        )
+        return None, [Finding("stack-mark", task.context, message)]
+    size = task.size or task.budget
+    marks = []
+    for low in lows:
+        left = untouched(run, low, size)
+        if left is None:
+            message = (
+                f"no mark: task {task.task!r}'s stack, [0x{low:08x}, 0x{low + size:08x}), "
+                "is in none of the board's memories the run read: add the memory it is in"
+            )
+            return None, [Finding("stack-mark", task.context, message)]
+        if left == 0 and not run.was_painted(low):
+            message = (
+                f"no mark: the lowest bytes of task {task.task!r}'s stack at 0x{low:08x} hold "
+                f"no fill (0x{FILL:02X}), so the run cannot tell how deep it went"
+            )
+            return None, [Finding("stack-mark", task.context, message)]
+        marks.append(size - left)
+    return (max(marks) if marks else None), []
 
 
 def _core(board: Board, name: str | None) -> Core:
@@ -323,6 +585,7 @@ def _main_bound(
     analysis: Analysis,
     image: Image,
     nesting: tuple[int | None, tuple[tuple[str, int | None], ...], list[Finding]],
+    masked: bool = False,
 ) -> ContextBound:
     findings: list[Finding] = []
     own = _entry_bound(context, analysis, image, findings)
@@ -341,7 +604,10 @@ def _main_bound(
     if own.bytes is None or handlers is None:
         total = None
     elif core.rtos != "none" and _starts_scheduler(analysis, core):
-        total = max(own.bytes, handlers)
+        # The port resets the main stack pointer when the first task starts: after that
+        # only the handlers nest there. Before, an interrupt lands on main's frames, unless
+        # the firmware keeps interrupts masked until then (a hint says so).
+        total = max(own.bytes if masked else own.bytes + handlers, handlers)
     else:
         total = own.bytes + handlers
     return ContextBound(context.name, total, own.path, costs, tuple(findings))
@@ -363,17 +629,23 @@ def _frames_below(analysis: Analysis, entry: int, root: int) -> tuple[tuple[str,
 def _starts_scheduler(analysis: Analysis, core: Core) -> bool:
     """Whether the image holds the port's start of the first task, which resets the main
     stack pointer; without it, main's frames and the handlers add up."""
-    port = port_for(core.rtos, core.cpu, core.float_abi)
+    port = port_for(core.rtos, core.cpu, core.float_abi, analysis.graph.symbols)
     return any(name in analysis.graph.by_name for name in port.start_symbols)
 
 
-def _task_bound(context: Context, core: Core, analysis: Analysis, image: Image) -> ContextBound:
+def _task_bound(task: TaskStack, core: Core, analysis: Analysis, image: Image) -> ContextBound:
     findings: list[Finding] = []
-    own = _entry_bound(context, analysis, image, findings)
-    port = port_for(core.rtos, core.cpu, core.float_abi)
-    root = analysis.graph.by_name.get(context.entry)
+    root = analysis.graph.by_name.get(task.entry)
+    if root is None:
+        message = f"its entry function {task.entry}() is not in {image.path.name}"
+        findings.append(Finding("stack-unbounded", task.context, message))
+        own = Bound(None)
+    else:
+        own = analysis.bound(root)
+        findings += _problems(task.context, analysis, root, own)
+    port = port_for(core.rtos, core.cpu, core.float_abi, analysis.graph.symbols)
     uses_fpu = root is None or analysis.graph.reaches_floating(root, analysis.edges)
     switch = task_switch_cost(port, core.cpu, core.float_abi, uses_fpu)
     total = None if own.bytes is None else own.bytes + switch
     switched = ((f"{SWITCH} ({port.rtos} {port.name})", switch),)
-    return ContextBound(context.name, total, own.path, switched, tuple(findings))
+    return ContextBound(task.context, total, own.path, switched, tuple(findings))

@@ -40,7 +40,12 @@ def to_junit(report: Report, name: str = "memplace verify") -> str:
             ET.SubElement(element, "system-out").text = out
         cases += 1
 
-    for check, holds in CHECKS.items():
+    if report.assumptions:
+        properties = ET.SubElement(suite, "properties")
+        for assumption in report.assumptions:
+            ET.SubElement(properties, "property", name="assumption", value=assumption)
+    ran = _ran(report)
+    for check, holds in ran.items():
         found = [f for f in report.findings if f.check == check]
         if check.startswith("stack") and report.stacks:
             found = [f for f in found if f.subject not in contexts]
@@ -49,7 +54,7 @@ def to_junit(report: Report, name: str = "memplace verify") -> str:
         for finding in found:
             case(check, finding.subject, [finding])
     for finding in report.findings:
-        if finding.check not in CHECKS:
+        if finding.check not in ran:
             case(finding.check, finding.subject, [finding])
     for stack in report.stacks:
         bound = "unbounded" if stack.static_bound is None else str(stack.static_bound)
@@ -58,7 +63,7 @@ def to_junit(report: Report, name: str = "memplace verify") -> str:
             f"budget {stack.budget}, planned {stack.planned}, static bound {bound}, "
             f"measured {measured}"
         )
-        for check in (c for c in CHECKS if c.startswith("stack")):
+        for check in (c for c in ran if c.startswith("stack")):
             found = [f for f in report.findings if f.check == check and f.subject == stack.context]
             case(check, f"stack {stack.context}", found, numbers)
     suite.set("tests", str(cases))
@@ -70,7 +75,15 @@ def to_junit(report: Report, name: str = "memplace verify") -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def _ran(report: Report) -> dict[str, str]:
+    """The checks the report's command ran, with what each holds to."""
+    if report.checks is None:
+        return dict(CHECKS)
+    return {check: CHECKS[check] for check in report.checks if check in CHECKS}
+
+
 def to_sarif(report: Report) -> str:
+    ran = _ran(report)
     rules = [
         {
             "id": check,
@@ -78,9 +91,9 @@ def to_sarif(report: Report) -> str:
             "shortDescription": {"text": holds},
             "defaultConfiguration": {"level": "error"},
         }
-        for check, holds in CHECKS.items()
+        for check, holds in ran.items()
     ]
-    index = {check: n for n, check in enumerate(CHECKS)}
+    index = {check: n for n, check in enumerate(ran)}
     results = []
     for finding in report.findings:
         result: dict[str, object] = {
@@ -107,6 +120,7 @@ def to_sarif(report: Report) -> str:
                     }
                 },
                 "results": results,
+                "properties": {"assumptions": list(report.assumptions)},
             }
         ],
     }

@@ -154,8 +154,10 @@ class _State:
     dynamic: bool = False
 
     def join(self, other: _State) -> _State:
+        # A register that points at different depths on two paths (a pointer walking a
+        # buffer in a loop) is no frame pointer: dropped, so that the walk converges.
         mine, theirs = dict(self.pointers), dict(other.pointers)
-        pointers = tuple(sorted((r, max(v, theirs[r])) for r, v in mine.items() if r in theirs))
+        pointers = tuple(sorted((r, v) for r, v in mine.items() if theirs.get(r) == v))
         return _State(max(self.depth, other.depth), pointers, self.dynamic or other.dynamic)
 
     def pointer(self, register: str) -> int | None:
@@ -297,11 +299,19 @@ class _Walker:
                 return _State(
                     state.depth + sign * _immediate(amount), state.pointers, state.dynamic
                 )
+            loaded = self._literal(insn, amount)
+            if loaded is not None:
+                # Armv6-M's large frames: `ldr r7, =-1008; add sp, r7`.
+                step = loaded - (1 << 32) if loaded >= 1 << 31 else loaded
+                return _State(state.depth + sign * step, state.pointers, state.dynamic)
             if sign > 0:
                 self.dynamic.add(insn.address)
                 return _State(state.depth, state.pointers, True)
             return state  # giving back a dynamic allocation: the depth stays an upper bound
         pointer = state.pointer(source)
+        if pointer is None and self._lowered(insn, source):
+            self.dynamic.add(insn.address)  # Armv6-M's alloca: `subs r3, r2, r3; mov sp, r3`
+            return _State(state.depth, state.pointers, True)
         if pointer is None or not amount.startswith("#"):
             self.unknown = (
                 f"the stack pointer is set from {source} at 0x{insn.address:x}, "
@@ -328,11 +338,7 @@ class _Walker:
             state = state.without([ops[1]])
         if state.dynamic:
             return state.with_pointer(destination, None)
-        if base == "mov" and len(ops) == 2 and ops[1] == "sp":
-            return state.with_pointer(destination, state.depth)
-        if base in ("add", "addw") and len(ops) == 3 and ops[1] == "sp" and ops[2].startswith("#"):
-            return state.with_pointer(destination, state.depth - _immediate(ops[2]))
-        return state.with_pointer(destination, None)
+        return state.with_pointer(destination, _pointer_moved(base, ops, state))
 
     def _flow(self, insn: Instruction, base: str, ops: list[str], state: _State) -> str:
         """next, branch, call, return or stop; records calls on the way."""
@@ -407,6 +413,28 @@ class _Walker:
                 return None  # other paths join here
         return None
 
+    def _lowered(self, insn: Instruction, register: str) -> bool:
+        """Whether `register` was last set, in the same straight run of code before `insn`,
+        to a stack address less an amount known only at run time (`subs r3, r2, r3` with r2
+        a copy of the stack pointer): a dynamic allocation."""
+        at = self.index[insn.address]
+        for before in range(at - 1, max(at - 16, -1), -1):
+            previous = self.code[before]
+            base, _ = _split(previous.mnemonic)
+            ops = _operands(previous.operands)
+            if previous.is_data or base in _BRANCHES or previous.address in self.targets:
+                return False
+            if ops and ops[0] == register and not _writes_nothing(base):
+                earlier = self.states[before]
+                return (
+                    base in ("sub", "subs")
+                    and len(ops) == 3
+                    and not ops[2].startswith("#")
+                    and earlier is not None
+                    and (ops[1] == "sp" or earlier.pointer(ops[1]) is not None)
+                )
+        return False
+
     def _call(
         self, insn: Instruction, state: _State, target: int | None, tail: bool = False
     ) -> None:
@@ -422,6 +450,28 @@ class _Walker:
         if target is None or (target == self.function.address and not loop):
             return None
         return self.index.get(target)
+
+
+def _pointer_moved(base: str, ops: list[str], state: _State) -> int | None:
+    """The stack address (as a depth) an instruction leaves in its destination register,
+    when it is one: `mov r7, sp`, `add r7, sp, #8`, and a frame pointer moved by a constant
+    (`adds r7, #108`, `add.w r7, r7, #512`, `subs r3, r7, #4`), as GCC's -O0 epilogues
+    restore the stack pointer from it (`mov sp, r7`)."""
+    # The flag-setting forms (adds, subs, movs) move a pointer as the plain ones do.
+    plain = base[:-1] if base in ("adds", "subs", "movs") else base
+    if plain == "mov" and len(ops) == 2:
+        return state.depth if ops[1] == "sp" else state.pointer(ops[1])
+    if plain not in ("add", "addw", "sub", "subw") or len(ops) not in (2, 3):
+        return None
+    source = ops[0] if len(ops) == 2 else ops[1]
+    amount = ops[-1]
+    if not amount.startswith("#"):
+        return None
+    start = state.depth if source == "sp" else state.pointer(source)
+    if start is None:
+        return None
+    # A depth counts down from the entry's stack pointer: adding moves a pointer up.
+    return start - _immediate(amount) if plain.startswith("add") else start + _immediate(amount)
 
 
 def _writes_nothing(base: str) -> bool:

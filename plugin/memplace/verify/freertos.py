@@ -52,6 +52,7 @@ class Layout:
     tcb_stack: int = 48  # tskTaskControlBlock.pxStack
     tcb_name: int = 52  # tskTaskControlBlock.pcTaskName
     name_length: int = 16  # configMAX_TASK_NAME_LEN
+    from_dwarf: bool = False  # read from the image's debug information
 
 
 def layout_of(elf: Path) -> Layout:
@@ -76,6 +77,7 @@ def layout_of(elf: Path) -> Layout:
             tcb_stack=tcb["pxStack"],
             tcb_name=tcb["pcTaskName"],
             name_length=tcb.get("<pcTaskName length>", 16),
+            from_dwarf=True,
         )
     except KeyError:
         return Layout()
@@ -124,8 +126,9 @@ def _array_length(member: Any) -> int | None:
     return None
 
 
-def task_stacks(image: Image, memory: RunMemory, layout: Layout) -> dict[str, int]:
-    """Each task's name and the lowest address of its stack, from the kernel's lists."""
+def task_stacks(image: Image, memory: RunMemory, layout: Layout) -> dict[str, tuple[int, ...]]:
+    """Each task name and the lowest address of the stack of every task of that name
+    (FreeRTOS lets tasks share one), from the kernel's lists."""
     tcbs: list[int] = []
     for name in LISTS:
         symbol = image.get_symbol(name)
@@ -138,14 +141,16 @@ def task_stacks(image: Image, memory: RunMemory, layout: Layout) -> dict[str, in
     running = memory.word(current.address) if current is not None else None
     if running:
         tcbs.append(running)
-    stacks: dict[str, int] = {}
+    stacks: dict[str, list[int]] = {}
     for tcb in dict.fromkeys(tcbs):
         raw = memory.read(tcb + layout.tcb_name, layout.name_length)
         stack = memory.word(tcb + layout.tcb_stack)
         if raw is None or stack is None:
             continue
-        stacks.setdefault(raw.split(b"\0")[0].decode(errors="replace"), stack)
-    return stacks
+        named = stacks.setdefault(raw.split(b"\0")[0].decode(errors="replace"), [])
+        if stack not in named:
+            named.append(stack)
+    return {name: tuple(found) for name, found in stacks.items()}
 
 
 def _owners(memory: RunMemory, address: int, layout: Layout) -> list[int]:

@@ -24,6 +24,9 @@ CHECKS = {
     "stack-bound": "the static stack bound fits the stack budget",
     "stack-analysis": "the measured high-water mark does not exceed the static bound",
     "stack-budget": "the measured high-water mark stays under the stack budget",
+    "stack-mark": "the run measured every task's stack: its low end holds the fill",
+    "task": "every task the firmware creates is bounded: created with constants or listed in "
+    "the board, which lists only tasks the firmware creates, with no more stack than they get",
     "vector": "an isr wired to a device interrupt line is that line's vector table entry",
     "run": "the run on the target passed every check of the exerciser",
 }
@@ -103,6 +106,13 @@ def _interrupt_lines(stack: StackReport) -> list[str]:
 class Report:
     findings: tuple[Finding, ...]
     stacks: tuple[StackReport, ...]
+    warnings: tuple[str, ...] = ()
+    """What the check could not use but that fails nothing (a stack hint naming a
+    function this build does not have)."""
+    assumptions: tuple[str, ...] = ()
+    """What the bounds take on the hints' word alone (a call cut, interrupts masked)."""
+    checks: tuple[str, ...] | None = None
+    """The checks that ran (None: every check of CHECKS)."""
 
     @property
     def ok(self) -> bool:
@@ -113,6 +123,8 @@ class Report:
             "ok": self.ok,
             "findings": [f.to_json() for f in self.findings],
             "stacks": [s.to_json() for s in self.stacks],
+            "warnings": list(self.warnings),
+            "assumptions": list(self.assumptions),
         }
 
     def dumps(self) -> str:
@@ -130,6 +142,8 @@ class Report:
             if stack.path and stack.static_bound is not None:
                 lines.append(f"  deepest path: {' > '.join(stack.path)}")
             lines += _interrupt_lines(stack)
+        lines += [f"assumption: {assumption}" for assumption in self.assumptions]
+        lines += [f"warning: {warning}" for warning in self.warnings]
         for finding in self.findings:
             lines.append(f"FAIL {finding.check} {finding.subject}: {finding.message}")
         lines.append("verify: ok" if self.ok else f"verify: {len(self.findings)} finding(s)")

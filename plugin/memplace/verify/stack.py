@@ -35,7 +35,7 @@ from typing import Any
 from memplace import process
 from memplace.board import Context, Core
 from memplace.errors import InputError, ToolError
-from memplace.hints import StackHints, unknown_function
+from memplace.hints import StackHints, absent_function
 from memplace.layout import build_dir, thread_function
 from memplace.project import Project
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
@@ -46,6 +46,8 @@ from memplace.verify.report import SWITCH, Finding
 from memplace.verify.rtos import port_for, task_switch_cost
 
 OBJDUMP = "arm-none-eabi-objdump"
+MAX_PASS_STEPS = 200_000
+"""Paths walked at most through one recursion's component for its deepest pass."""
 OBJDUMP_TIMEOUT = 120.0
 
 
@@ -84,8 +86,12 @@ class Analysis:
         self.own: dict[int, list[Problem]] = {}
         self.frames: dict[int, int] = {}
         self.starts = sorted(self.graph.nodes)
+        self.copies: dict[int, int] = {}  # a caller's copy (negative) → its address
         for address, node in self.graph.nodes.items():
             self._expand(address, node)
+        for cut in self.hints.cut_calls:
+            if cut.called_from is not None and cut.caller is not None:
+                self._cut_from(cut.caller, cut.callee, cut.called_from)
         self.cost: dict[int, int | None] = {}
         self.problems: dict[int, frozenset[Problem]] = {}
         self.best: dict[int, int | None] = {}
@@ -124,6 +130,8 @@ class Analysis:
                 # A branch into another function's body (a shared error path, as libgcc's
                 # division takes) costs at most that whole function.
                 target = self._containing(call.target)
+                if target is not None and self._cut(names, target):
+                    continue  # a hint says this call is never made
                 if target is not None:
                     edges.append((depth, target))
                 else:
@@ -151,11 +159,40 @@ class Analysis:
                 continue
             for name in targets:
                 target = self.graph.by_name.get(name)
-                if target is not None:
+                if target is not None and not self._cut(names, target):
                     edges.append((depth, target))
         self.edges[address] = edges
         self.own[address] = problems
         self.frames[address] = frame + extra
+
+    def _cut_from(self, caller: str, callee: str, source: str) -> None:
+        """The call from `caller` to `callee` cut only where `source` calls `caller`: those
+        calls go to a copy of `caller` without it."""
+        nodes = self.graph.nodes
+        for address in sorted(a for a, n in nodes.items() if caller in n.function.names):
+            copy = -1 - len(self.copies)
+            self.copies[copy] = address
+            self.edges[copy] = [
+                (depth, target)
+                for depth, target in self.edges[address]
+                if callee not in self._node(target).function.names
+            ]
+            self.own[copy] = self.own[address]
+            self.frames[copy] = self.frames[address]
+            for at in [a for a, n in nodes.items() if source in n.function.names]:
+                self.edges[at] = [
+                    (depth, copy if target == address else target)
+                    for depth, target in self.edges[at]
+                ]
+
+    def _node(self, address: int) -> Any:
+        """The node of an address, or of the function a copy was made of."""
+        return self.graph.nodes[self.copies.get(address, address)]
+
+    def _cut(self, caller: tuple[str, ...], target: int) -> bool:
+        return bool(self.hints.cut_calls) and self.hints.is_cut(
+            caller, self.graph.nodes[target].function.names
+        )
 
     def _containing(self, address: int) -> int | None:
         if address in self.graph.nodes:
@@ -191,7 +228,7 @@ class Analysis:
             self.best[address] = best
 
     def _solve_cycle(self, component: list[int], members: set[int], problems: set[Problem]) -> None:
-        names = tuple(n for m in component for n in self.graph.nodes[m].function.names)
+        names = tuple(n for m in component for n in self._node(m).function.names)
         depth = self.hints.recursion_depth(names)
         cycle_names = tuple(self._cycle(component))
         for member in component:
@@ -205,7 +242,7 @@ class Analysis:
                     f"recursion {cycle} has no depth; bound it with a recursion hint",
                 )
             )
-        trip = sum(self.frames[m] for m in component)
+        trip = self._deepest_pass(component, members)
         exit_cost, best = 0, None
         for member in component:
             for call_depth, target in self.edges[member]:
@@ -222,6 +259,25 @@ class Analysis:
             if depth is not None:
                 self.recursion[member] = depth
 
+    def _deepest_pass(self, component: list[int], members: set[int]) -> int:
+        """The stack one pass through a recursion takes: the deepest simple call path
+        inside its component (the call depths along it, then the last function's frame).
+        A component whose paths are too many to walk within MAX_PASS_STEPS is charged all
+        its frames, which holds for any path."""
+        best, steps = 0, 0
+        for start in component:
+            stack = [(start, frozenset((start,)), 0)]
+            while stack:
+                at, seen, depth = stack.pop()
+                steps += 1
+                if steps > MAX_PASS_STEPS:
+                    return sum(self.frames[m] for m in component)
+                best = max(best, depth + self.frames[at])
+                for call_depth, target in self.edges[at]:
+                    if target in members and target not in seen:
+                        stack.append((target, seen | {target}, depth + call_depth))
+        return best
+
     def _cycle(self, component: list[int]) -> list[str]:
         """A cycle through the component's first function, by name."""
         members = set(component)
@@ -237,11 +293,11 @@ class Analysis:
                     while step is not None:
                         path.append(step)
                         step = before[step]
-                    return [self.graph.nodes[a].name for a in [*reversed(path), start]]
+                    return [self._node(a).name for a in [*reversed(path), start]]
                 if target in members and target not in before:
                     before[target] = at
                     queue.append(target)
-        return [self.graph.nodes[start].name] * 2
+        return [self._node(start).name] * 2
 
     def bound(self, root: int) -> Bound:
         problems = tuple(sorted(self.problems[root], key=lambda p: (p.kind, p.message)))
@@ -253,7 +309,7 @@ class Analysis:
         at: int | None = root
         while at is not None and at not in seen:
             seen.add(at)
-            name = self.graph.nodes[at].name
+            name = self._node(at).name
             if at in self.recursion:
                 cycle = " > ".join(self.cycles[at])
                 name += f" (recursion x{self.recursion[at]}: {cycle})"
@@ -274,11 +330,11 @@ class Analysis:
                     before[target] = at
                     queue.append(target)
         if goal not in before:
-            return (self.graph.nodes[goal].name,)
+            return (self._node(goal).name,)
         path = []
         step: int | None = goal
         while step is not None:
-            path.append(self.graph.nodes[step].name)
+            path.append(self._node(step).name)
             step = before[step]
         return tuple(reversed(path))
 
@@ -407,7 +463,12 @@ def image_graph(image: Image, su_files: Iterable[Path], ci_files: Iterable[Path]
     units = [parse_ci(_read(p), str(p)) for p in ci_files]
     su = [f for p in su_files for f in parse_su(_read(p))]
     graph = merge(frames, units, su, LineTable(image.path))
-    return replace(graph, floating=_floating(image, instructions))
+    return replace(
+        graph,
+        floating=_floating(image, instructions),
+        code=tuple(instructions),
+        symbols=frozenset(symbol.name for symbol in image.symbols),
+    )
 
 
 def _floating(image: Image, instructions: Sequence[Instruction]) -> frozenset[int]:
@@ -446,13 +507,16 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-def check_hint_names(hints: StackHints, graphs: Iterable[CallGraph]) -> None:
+def hint_warnings(hints: StackHints, graphs: Iterable[CallGraph]) -> tuple[str, ...]:
+    """A warning for each function the hints name that none of the images has."""
     known: set[str] = set()
     for graph in graphs:
         known.update(graph.by_name)
-    for name, mark in hints.names():
-        if name not in known:
-            raise unknown_function(name, mark, sorted(known))
+    return tuple(
+        absent_function(name, mark, sorted(known))
+        for name, mark in hints.names()
+        if name not in known
+    )
 
 
 def context_bounds(
@@ -463,8 +527,6 @@ def context_bounds(
 ) -> dict[str, ContextBound]:
     """The static bound of every planned stack whose core's image is at hand."""
     hints = hints or StackHints()
-    if hints.names():
-        check_hint_names(hints, graphs.values())
     contexts = project.board.contexts
     stacks = {s.context for s in project.plan.stacks}
     analyses = {core: Analysis(graph, hints) for core, graph in graphs.items()}

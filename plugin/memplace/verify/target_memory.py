@@ -45,13 +45,46 @@ class Paint:
 
 
 @dataclass(frozen=True)
+class LatePaints:
+    """Paints applied while the firmware runs, through the gdbstub: `at_start` when it
+    reaches `start` (its `main`, after its startup code zeroed .bss: a heap the RTOS takes
+    task stacks from), and at each call of a function in `creators` (its address → how it
+    takes a task's stack: `static`, `xTaskCreateStatic`'s depth in r2 and buffer as its
+    sixth argument; `parameters`, a TaskParameters_t in r0; `dynamic`, xTaskCreate's,
+    from the heap), the stack it is given. Every such call is recorded too (entry, name,
+    depth), whatever its arguments are."""
+
+    start: int | None = None
+    at_start: tuple[Paint, ...] = ()
+    creators: tuple[tuple[int, str], ...] = ()
+    fill: int = 0xA5
+    name_length: int = 16
+
+
+@dataclass(frozen=True)
+class CreatedAtRun:
+    """A task creation call the run made: its entry, name and depth (words) as the call
+    was given them."""
+
+    entry: int
+    name: str
+    words: int
+
+
+@dataclass(frozen=True)
 class RunMemory:
     """What a run left: its exit code (None: stopped when its time was up), its console,
-    and the bytes of each area read at the end, by start address."""
+    the bytes of each area read at the end, by start address, and the areas memplace
+    painted ((address, size) each)."""
 
     exit_code: int | None
     console: str
     memory: dict[int, bytes] = field(default_factory=dict)
+    painted: tuple[tuple[int, int], ...] = ()
+    created: tuple[CreatedAtRun, ...] = ()
+
+    def was_painted(self, address: int) -> bool:
+        return any(start <= address < start + size for start, size in self.painted)
 
     def read(self, address: int, size: int) -> bytes | None:
         for start, data in self.memory.items():
@@ -71,6 +104,7 @@ def run_and_read(
     areas: Sequence[tuple[int, int]],
     timeout: float,
     calls: Sequence[int] = (),
+    late: LatePaints | None = None,
 ) -> RunMemory:
     """Run `elf` on QEMU's `machine` with `paints` applied, until it exits or `timeout`
     seconds pass; then read `areas` ((address, size) each) of its memory. `calls` are the
@@ -107,7 +141,7 @@ def run_and_read(
         try:
             stub = _stub(gdb, running, console)
             try:
-                code = stub.run(calls, time.monotonic() + timeout)
+                code = stub.run(calls, time.monotonic() + timeout, late or LatePaints())
                 memory = _read(qmp, folder, areas)
             except (ToolError, OSError) as exc:
                 raise ToolError(f"QEMU ended the run: {_said(running, console) or exc}") from exc
@@ -116,8 +150,14 @@ def run_and_read(
         finally:
             running.stop()
             console.join()
-    return RunMemory(code, console.text(), memory)
+    painted = tuple((p.address, p.size) for p in (*paints, *stub.painted))
+    return RunMemory(code, console.text(), memory, painted, tuple(stub.created))
 
+
+PAINT_CHUNK = 512
+"""Bytes written per memory-write packet (QEMU's gdbstub takes packets of 4 KB)."""
+MAX_PAINT = 1 << 20
+"""A task stack larger than this is no stack a creation call gives: left unpainted."""
 
 SEMIHOSTING_CALL = b"\xab\xbe"
 """`bkpt 0xab` in Thumb: the semihosting call of Arm's M profile."""
@@ -173,20 +213,38 @@ class _Stub:
                 time.sleep(0.02)
         self.connection.settimeout(QMP_TIMEOUT)
         self.buffer = b""
+        self.painted: list[Paint] = []
+        self.created: list[CreatedAtRun] = []
 
     def close(self) -> None:
         self.connection.close()
 
-    def run(self, calls: Sequence[int], deadline: float) -> int | None:
+    def run(self, calls: Sequence[int], deadline: float, late: LatePaints) -> int | None:
         """Run until the image exits through semihosting (its exit code) or `deadline`
-        passes (None); the machine is left stopped."""
-        for address in calls:
+        passes (None), painting as `late` says on the way; the machine is left stopped."""
+        creators = dict(late.creators)
+        stops = {*calls, *creators}
+        if late.start is not None and late.at_start:
+            stops.add(late.start)
+        for address in sorted(stops):
             self.ask(f"Z0,{address:x},2")
         while True:
             stop = self.go("c", deadline)
             if stop is None:
                 return None
             pc = self.register(15)
+            if pc == late.start and pc not in creators and pc not in calls:
+                for paint in late.at_start:
+                    self.paint(paint)
+                self.ask(f"z0,{pc:x},2")  # once is enough
+                continue
+            if pc in creators:
+                self.record(creators[pc], late.name_length)
+                stack = self.created_stack(creators[pc], late.fill)
+                if stack is not None:
+                    self.paint(stack)
+                self.step_over(pc, deadline)
+                continue
             if pc not in calls:
                 if time.monotonic() >= deadline:
                     return None
@@ -198,9 +256,50 @@ class _Stub:
                 block = self.memory(self.register(1), 8)
                 reason, code = int.from_bytes(block[:4], "little"), block[4:]
                 return int.from_bytes(code, "little") if reason == APPLICATION_EXIT else 1
-            self.ask(f"z0,{pc:x},2")
-            self.go("s", deadline + QMP_TIMEOUT)
-            self.ask(f"Z0,{pc:x},2")
+            self.step_over(pc, deadline)
+
+    def step_over(self, pc: int, deadline: float) -> None:
+        self.ask(f"z0,{pc:x},2")
+        self.go("s", deadline + QMP_TIMEOUT)
+        self.ask(f"Z0,{pc:x},2")
+
+    def record(self, kind: str, name_length: int) -> None:
+        """The entry, name and depth of the task a creation call is making."""
+        if kind == "parameters":
+            block = self.memory(self.register(0), 12)
+            entry = int.from_bytes(block[0:4], "little")
+            name = int.from_bytes(block[4:8], "little")
+            words = int.from_bytes(block[8:10], "little")
+        else:
+            entry, name, words = self.register(0), self.register(1), self.register(2)
+        text = self.memory(name, name_length - 1).split(b"\0")[0] if name else b""
+        self.created.append(CreatedAtRun(entry & ~1, text.decode(errors="replace"), words))
+
+    def created_stack(self, kind: str, fill: int) -> Paint | None:
+        """The stack a task-creating call is given, at its first instruction: for
+        `static`, r2 words at its sixth argument (the second word above the stack
+        pointer); for `parameters`, what the TaskParameters_t at r0 says."""
+        if kind == "dynamic":
+            return None  # from the heap, painted at the start
+        if kind == "static":
+            words = self.register(2)
+            buffer = int.from_bytes(self.memory(self.register(13) + 4, 4), "little")
+        else:
+            block = self.memory(self.register(0), 24)
+            words = int.from_bytes(block[8:10], "little")
+            buffer = int.from_bytes(block[20:24], "little")
+        if not buffer or not 0 < words <= MAX_PAINT // 4:
+            return None
+        return Paint(buffer, words * 4, fill)
+
+    def paint(self, paint: Paint) -> None:
+        """Write the paint's fill over its area, a packet at a time."""
+        for offset in range(0, paint.size, PAINT_CHUNK):
+            size = min(PAINT_CHUNK, paint.size - offset)
+            data = bytes([paint.fill]).hex() * size
+            if self.ask(f"M{paint.address + offset:x},{size:x}:{data}") != "OK":
+                return  # memory the target does not have: left unpainted, so no mark
+        self.painted.append(paint)
 
     def go(self, command: str, deadline: float) -> str | None:
         """Resume (`c`) or step (`s`); the stop reply, or None when `deadline` passed first

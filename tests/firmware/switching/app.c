@@ -3,8 +3,13 @@
 #include <stdint.h>
 
 typedef struct tskTaskControlBlock TCB_t;
-void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, uint32_t *stack,
-                       TCB_t *tcb);
+void *xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, void *parameters,
+                        uint32_t priority, uint32_t *stack, TCB_t *tcb);
+uint32_t xTaskCreate(void (*code)(void *), const char *name, uint16_t words, void *parameters,
+                     uint32_t priority, void **created);
+uint32_t xTaskCreateAffinitySet(void (*code)(void *), const char *name, uint16_t words,
+                                void *parameters, uint32_t priority, uint32_t affinity,
+                                void **created);
 void vTaskStartScheduler(void);
 void vInitialiseLists(void);
 void taskYIELD(void);
@@ -48,7 +53,26 @@ void vDeepTask(void *argument)
     }
 }
 
+/* One entry for several tasks: each works as deep as its argument says. */
+__attribute__((noinline)) static void work(uint32_t depth)
+{
+    volatile uint8_t frame[64];
+    frame[depth % sizeof frame] = (uint8_t)depth;
+    if (depth > 1u) {
+        sink += frame[1];
+    }
+    taskYIELD();
+}
+
+void vWorkerTask(void *argument)
+{
+    for (;;) {
+        work((uint32_t)(uintptr_t)argument);
+    }
+}
+
 uint32_t uxTaskGetStackHighWaterMark(TCB_t *tcb);
+void vStartOtherTask(void);
 static TCB_t deep_tcb;
 
 /* Semihosting SYS_WRITE0: a line on QEMU's console. */
@@ -116,10 +140,12 @@ void TIMER0_Handler(void)
 static void start_interrupts(void)
 {
     *(volatile uint32_t *)0xE000ED20u |= 0xFFu << 24;   /* SHPR3: SysTick lowest */
+#if !defined(NO_DEVICE_TIMER) /* (the MPS2's timer 0; the MPS3 has its timers elsewhere) */
     *(volatile uint8_t *)(0xE000E400u + 8u) = 0x40u;    /* NVIC_IPR: timer 0 more urgent */
     *(volatile uint32_t *)0xE000E100u = 1u << 8;        /* NVIC_ISER0: timer 0 on */
     *(volatile uint32_t *)0x40000008u = 3331u;          /* timer 0: RELOAD */
     *(volatile uint32_t *)0x40000000u = 1u | (1u << 3); /* timer 0: enable, interrupt */
+#endif
     *(volatile uint32_t *)0xE000E014u = 2499u;          /* SysTick: RVR */
     *(volatile uint32_t *)0xE000E010u = 7u;             /* SysTick: on, interrupt, core clock */
 }
@@ -128,8 +154,22 @@ int main(void)
 {
     vInitialiseLists();
     start_interrupts();
-    xTaskCreateStatic(vDeepTask, "Deep", 128u, deep_stack, &deep_tcb);
-    xTaskCreateStatic(vShallowTask, "Shallow", 128u, shallow_stack, &shallow_tcb);
+    xTaskCreateStatic(vDeepTask, "Deep", 128u, 0, 1u, deep_stack, &deep_tcb);
+    xTaskCreateStatic(vShallowTask, "Shallow", 128u, 0, 1u, shallow_stack, &shallow_tcb);
+    /* Two tasks of one entry, their stacks and control blocks from the heap. */
+    xTaskCreate(vWorkerTask, "Worker 1", 96u, (void *)1, 1u, 0);
+    xTaskCreate(vWorkerTask, "Worker 2", 96u, (void *)2, 1u, 0);
+    vStartOtherTask();
+#if defined(NAMED_AT_RUN_TIME)
+    /* A name made at run time: found only in the kernel's lists. */
+    char name[5];
+    for (uint32_t i = 0u; i < 4u; i++) {
+        name[i] = "Late"[i] + (char)(sink & 0u);
+    }
+    name[4] = 0;
+    xTaskCreate(vWorkerTask, name, 64u, (void *)3, 1u, 0);
+    xTaskCreateAffinitySet(vWorkerTask, "Pinned", 64u, (void *)4, 1u, 1u, 0);
+#endif
     vTaskStartScheduler();
     return 0;
 }

@@ -75,12 +75,12 @@ static void prvTaskExitError(void)
     }
 }
 
-void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, uint32_t *stack,
-                       TCB_t *tcb)
+/* As FreeRTOS's prvInitialiseNewTask: the name, the stack's low end, and a first frame one
+ * word below the top, aligned down to 8. Like FreeRTOS without stack overflow checking or
+ * tracing, it does not fill the stack: the marks come from memplace's paint. */
+static void prvInitialiseNewTask(void (*code)(void *), const char *name, uint32_t words,
+                                 void *parameters, uint32_t *stack, TCB_t *tcb)
 {
-    for (uint32_t i = 0u; i < words * 4u; i++) {
-        ((volatile uint8_t *)stack)[i] = tskSTACK_FILL_BYTE;
-    }
     for (uint32_t i = 0u; i < configMAX_TASK_NAME_LEN - 1u && name[i]; i++) {
         tcb->pcTaskName[i] = name[i];
     }
@@ -91,11 +91,17 @@ void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, u
     *--top = (uint32_t)(uintptr_t)code; /* PC */
     *--top = (uint32_t)(uintptr_t)prvTaskExitError; /* LR */
     top -= 5;                           /* r12, r3, r2, r1 */
-    *top = 0u;                          /* r0: the task's argument */
+    *top = (uint32_t)(uintptr_t)parameters; /* r0: the task's argument */
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+    top -= 8;                           /* r4-r11 */
+    *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
+    *--top = (uint32_t)(uintptr_t)stack; /* PSPLIM: the stack's low end */
+#else
 #if defined(__ARM_FP)
     *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
 #endif
     top -= 8;                           /* r4-r11 */
+#endif
     tcb->pxTopOfStack = top;
     tcb->xStateListItem.pvOwner = tcb;
     vListInsertEnd(&pxReadyTasksLists[1], &tcb->xStateListItem);
@@ -103,6 +109,73 @@ void xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, u
         pxCurrentTCB = tcb;
     }
 }
+
+/* FreeRTOS's signature: the stack and the control block are the application's. */
+void *xTaskCreateStatic(void (*code)(void *), const char *name, uint32_t words, void *parameters,
+                        uint32_t priority, uint32_t *stack, TCB_t *tcb)
+{
+    (void)priority;
+    prvInitialiseNewTask(code, name, words, parameters, stack, tcb);
+    return tcb;
+}
+
+/* The heap as heap_1 keeps it: ucHeap, handed out in order and never freed. */
+#ifndef HEAP
+#define HEAP ucHeap
+#endif
+#if defined(HEAP_SECTION)
+/* The C library's heap as linker scripts keep it, in a section `.heap` (heap_3's). */
+__attribute__((section(".heap"))) static uint8_t HEAP[4096] __attribute__((aligned(8)));
+#else
+static uint8_t HEAP[4096] __attribute__((aligned(8)));
+#endif
+static uint32_t xNextFreeByte;
+
+static void *pvPortMalloc(uint32_t size)
+{
+    void *block = &HEAP[xNextFreeByte];
+    xNextFreeByte += (size + 7u) & ~7u;
+    return block;
+}
+
+/* FreeRTOS's signature: stack and control block from the heap. */
+uint32_t xTaskCreate(void (*code)(void *), const char *name, uint16_t words, void *parameters,
+                     uint32_t priority, void **created)
+{
+    (void)priority;
+    uint32_t *stack = pvPortMalloc(words * 4u);
+    TCB_t *tcb = pvPortMalloc(sizeof(TCB_t));
+    for (uint32_t i = 0u; i < sizeof(TCB_t); i++) {
+        ((uint8_t *)tcb)[i] = 0u;
+    }
+    prvInitialiseNewTask(code, name, words, parameters, stack, tcb);
+    if (created) {
+        *created = tcb;
+    }
+    return 1u;
+}
+
+#if defined(NAMED_AT_RUN_TIME)
+/* FreeRTOS's SMP creation with a core affinity, which memplace does not follow: a task it
+ * makes is found in the kernel's lists only. */
+uint32_t xTaskCreateAffinitySet(void (*code)(void *), const char *name, uint16_t words,
+                                void *parameters, uint32_t priority, uint32_t affinity,
+                                void **created)
+{
+    (void)priority;
+    (void)affinity;
+    uint32_t *stack = pvPortMalloc(words * 4u);
+    TCB_t *tcb = pvPortMalloc(sizeof(TCB_t));
+    for (uint32_t i = 0u; i < sizeof(TCB_t); i++) {
+        ((uint8_t *)tcb)[i] = 0u;
+    }
+    prvInitialiseNewTask(code, name, words, parameters, stack, tcb);
+    if (created) {
+        *created = tcb;
+    }
+    return 1u;
+}
+#endif
 
 /* Round robin over the ready list of priority 1. */
 void vTaskSwitchContext(void)
@@ -120,7 +193,102 @@ void taskYIELD(void)
     __asm volatile("dsb\nisb" ::: "memory");
 }
 
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+/* As ARM_CM33_NTZ (and ARM_CM55_NTZ, ARM_CM85_NTZ): PSPLIM, EXC_RETURN and r4-r11 below
+ * the exception frame, and s16-s31 above them when the task's FP context is live. */
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r0, psp\n"
+                   "isb\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
 #if defined(__ARM_FP)
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vstmdbeq r0!, {s16-s31}\n"
+#endif
+                   "mrs r2, psplim\n"
+                   "mov r3, lr\n"
+                   "stmdb r0!, {r2-r11}\n"
+                   "str r0, [r1]\n"
+                   "bl vTaskSwitchContext\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r2-r11}\n"
+                   "msr psplim, r2\n"
+                   "mov lr, r3\n"
+#if defined(__ARM_FP)
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vldmiaeq r0!, {s16-s31}\n"
+#endif
+                   "msr psp, r0\n"
+                   "bx lr\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r2-r11}\n"
+                   "msr psplim, r2\n"
+                   "msr psp, r0\n"
+                   "mov lr, r3\n"
+                   "bx lr\n");
+}
+#elif defined(__ARM_ARCH_6M__)
+/* As ARM_CM0: r4-r7, then r8-r11 through the low registers, below the exception frame. */
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r0, psp\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r2, [r3]\n"
+                   "sub r0, #32\n"
+                   "str r0, [r2]\n"
+                   "stmia r0!, {r4-r7}\n"
+                   "mov r4, r8\n"
+                   "mov r5, r9\n"
+                   "mov r6, r10\n"
+                   "mov r7, r11\n"
+                   "stmia r0!, {r4-r7}\n"
+                   "push {r3, r14}\n"
+                   "bl vTaskSwitchContext\n"
+                   "pop {r2, r3}\n"
+                   "ldr r1, [r2]\n"
+                   "ldr r0, [r1]\n"
+                   "add r0, #16\n"
+                   "ldmia r0!, {r4-r7}\n"
+                   "mov r8, r4\n"
+                   "mov r9, r5\n"
+                   "mov r10, r6\n"
+                   "mov r11, r7\n"
+                   "msr psp, r0\n"
+                   "sub r0, #32\n"
+                   "ldmia r0!, {r4-r7}\n"
+                   "bx r3\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "add r0, #16\n"
+                   "ldmia r0!, {r4-r7}\n"
+                   "mov r8, r4\n"
+                   "mov r9, r5\n"
+                   "mov r10, r6\n"
+                   "mov r11, r7\n"
+                   "msr psp, r0\n"
+                   "sub r0, #32\n"
+                   "ldmia r0!, {r4-r7}\n"
+                   "ldr r0, =0xFFFFFFFD\n"
+                   "mov lr, r0\n"
+                   "bx lr\n");
+}
+#elif defined(__ARM_FP)
 __attribute__((naked)) void xPortPendSVHandler(void)
 {
     __asm volatile("mrs r0, psp\n"
