@@ -37,6 +37,7 @@ from memplace.planner.greedy import (
     place_in_order,
     size_order,
 )
+from memplace.planner.windows import LARGE, improve_windows
 
 COALESCED_SHARE = 0.5
 """The part of the search time spent on the coalesced blocks (`coalesce`), where there are
@@ -81,6 +82,8 @@ def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
     )
     if other.peak < best.peak:
         best = other
+    if len(blocks) >= LARGE:
+        best = improve_windows(blocks, budget, best, bound, goal)
     first_try = min(budget.nodes, EFFORT // len(blocks))
     affordable = first_try >= 2 * len(blocks) * len(HEURISTICS)
     if best.peak <= goal or not affordable or sum(conflicts) // 2 > MAX_PAIRS:
