@@ -20,7 +20,7 @@ from pathlib import Path
 POOL = 64 * 1024 * 1024
 """Bytes of the one pool: room for the peak of any of these workloads."""
 
-BOARD = f"""\
+BOARD = """\
 memplace: board/v1
 name: one-pool
 summary: one workspace pool of {POOL} bytes
@@ -32,7 +32,7 @@ cores:
 memories:
   flash: {{origin: 0x00000000, size: 4M, attrs: rx, kind: flash, access: [cpu0], latency: 5}}
   sram:  {{origin: 0x20000000, size: 1M, attrs: rwx, kind: sram, access: [cpu0], latency: 2}}
-  arena: {{origin: 0x60000000, size: {POOL}, attrs: rw, kind: sram, access: [cpu0], latency: 1}}
+  arena: {{origin: 0x60000000, size: {MEMORY}, attrs: rw, kind: sram, access: [cpu0], latency: 1}}
 pools:
   arena_ws: {{memory: arena, size: {POOL}, kind: workspace}}
 contexts:
@@ -55,6 +55,7 @@ def random_lifetimes(count: int, seed: int) -> list[tuple[int, int, int]]:
 
 
 def workload_yaml(name: str, buffers: Sequence[tuple[int, int, int]]) -> str:
+    """The workload file of `buffers` ((size, first, last) each, 16-byte aligned)."""
     lines = ["memplace: workload/v1", f"name: {name}", "buffers:"]
     lines += [
         f"  - {{name: b{i}, size: {size}, live: [{first}, {last}]}}"
@@ -63,20 +64,28 @@ def workload_yaml(name: str, buffers: Sequence[tuple[int, int, int]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def workload_json(name: str, buffers: Sequence[tuple[int, int, int]]) -> str:
+def workload_json(name: str, buffers: Sequence[tuple[int, int, int]], align: int = 16) -> str:
+    """The same as JSON, with `align` written out where it is not the default 16."""
+    extra = "" if align == 16 else f', "align": {align}'
     items = ",\n".join(
-        f'    {{"name": "b{i}", "size": {size}, "live": [{first}, {last}]}}'
+        f'    {{"name": "b{i}", "size": {size}, "live": [{first}, {last}]{extra}}}'
         for i, (size, first, last) in enumerate(buffers)
     )
     head = json.dumps({"memplace": "workload/v1", "name": name})[:-1]
     return f'{head}, "buffers": [\n{items}\n]}}\n'
 
 
+def write_board(path: Path, capacity: int) -> Path:
+    """A board of one workspace pool of `capacity` bytes."""
+    memory = -(-capacity // 1024) * 1024
+    path.write_text(BOARD.format(POOL=capacity, MEMORY=memory), encoding="utf-8")
+    return path
+
+
 def write(count: int, folder: Path, seed: int = 1, as_json: bool = False) -> tuple[Path, Path]:
     """The board and the workload file of `count` random buffers, written in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    board = folder / "board.yaml"
-    board.write_text(BOARD, encoding="utf-8")
+    board = write_board(folder / "board.yaml", POOL)
     buffers = random_lifetimes(count, seed)
     name = f"random_{count}"
     if as_json:

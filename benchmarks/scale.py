@@ -1,6 +1,7 @@
 """memplace at scale: random workloads of 10k, 100k and 1M buffers through the command line.
 
-    .venv/bin/python benchmarks/scale.py [--sizes 10000,100000,1000000] [--markdown FILE]
+    .venv/bin/python benchmarks/scale.py [--sizes 10000,100000,1000000] [--minimalloc]
+        [--markdown FILE]
 
 For each size, the seeded instance of benchmarks/random_workload.py (one pool, random
 lifetimes and sizes) is written as YAML and JSON, then:
@@ -15,6 +16,12 @@ lifetimes and sizes) is written as YAML and JSON, then:
 - omnimalloc's allocators (PyPI, the `bench` extra: a benchmark-only dependency) place the
   same buffers in this process: `omni` (its default), greedy by size, telamalloc, and
   supermalloc with 10 s, each where it finishes in reasonable time at that size.
+
+With --minimalloc, instead: MiniMalloc's challenging instances A-K (../shared/benchmarks)
+written as the files a user gives (a board of one 1 MiB pool, a JSON workload, 1-byte
+alignment), each through `memplace plan BOARD WORKLOAD --json` as its own process (the
+median wall time of three runs), beside MiniMalloc's own seconds on this kind of machine
+(`benchmarks/planner.py`); and a 100-buffer random workload, for the command's fixed cost.
 
 Prints one markdown table (and writes it to FILE with --markdown).
 """
@@ -36,12 +43,18 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from random_workload import random_lifetimes, write  # noqa: E402
+from random_workload import (
+    POOL,
+    random_lifetimes,
+    workload_json,
+    write,
+    write_board,
+)
 
-import memplace.cli  # noqa: E402
-import memplace.planner  # noqa: E402
-from memplace.planner.model import Plan  # noqa: E402
-from memplace.workload import Workload  # noqa: E402
+import memplace.cli
+import memplace.planner
+from memplace.planner.model import Plan
+from memplace.workload import Workload
 
 SIZES = (10_000, 100_000, 1_000_000)
 SEED = 1
@@ -188,6 +201,44 @@ def table(sizes: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
+MINIMALLOC_CAPACITY = 1048576
+RUNS = 3
+
+
+def minimalloc_table(shared: Path) -> str:
+    from planner import MINIMALLOC_SECONDS, read_csv
+
+    lines = [
+        "| instance | buffers | lower bound | memplace used | proven optimal | wall (median "
+        "of 3) | MiniMalloc's seconds |",
+        "|---|---:|---:|---:|---|---:|---:|",
+    ]
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        board = write_board(folder / "board.yaml", MINIMALLOC_CAPACITY)
+        large = write_board(folder / "large.yaml", POOL)
+        cases = [
+            (path.name.split(".")[0], [(b.size, b.first, b.last) for b in read_csv(path)], 1)
+            for path in sorted((shared / "benchmarks" / "minimalloc").glob("*.csv"))
+        ]
+        cases.append(("random 100", random_lifetimes(100, SEED), 16))
+        for name, buffers, align in cases:
+            workload = folder / f"{name.replace(' ', '_')}.json"
+            text = workload_json(f"w_{name.replace(' ', '_')}", buffers, align)
+            workload.write_text(text, encoding="utf-8")
+            runs = [cli_run(board if align == 1 else large, workload) for _ in range(RUNS)]
+            wall = sorted(seconds for seconds, _, _ in runs)[len(runs) // 2]
+            pool = runs[0][2]
+            reference = MINIMALLOC_SECONDS.get(name)
+            lines.append(
+                f"| {name} | {len(buffers)} | {pool['lower_bound']} | {pool['used']} | "
+                f"{'yes' if pool['optimal'] else 'no'} | {wall:.2f} s | "
+                f"{'' if reference is None else f'{reference:.2f} s'} |"
+            )
+            print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -195,9 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=",".join(str(size) for size in SIZES),
         help="buffers per instance, comma-separated",
     )
+    parser.add_argument("--minimalloc", action="store_true", help="MiniMalloc's A-K instead")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     args = parser.parse_args(argv)
-    text = table([int(size) for size in args.sizes.split(",")])
+    if args.minimalloc:
+        text = minimalloc_table(Path(__file__).resolve().parents[2] / "shared")
+    else:
+        text = table([int(size) for size in args.sizes.split(",")])
     print(text)
     if args.markdown is not None:
         args.markdown.write_text(text + "\n", encoding="utf-8")

@@ -128,9 +128,7 @@ def test_the_fast_reader_reads_what_the_careful_one_does(text: str) -> None:
         ("<<: {a: 1}\n", r"merge keys"),
     ],
 )
-def test_what_the_fast_reader_does_not_take_is_refused_where_it_is(
-    text: str, message: str
-) -> None:
+def test_what_the_fast_reader_does_not_take_is_refused_where_it_is(text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         Document.from_text(text, "f.yaml")
 
@@ -186,3 +184,27 @@ def test_the_project_types_the_command_line_lists_are_the_generators() -> None:
     from memplace.layout import PROJECT_TYPE_NAMES
 
     assert tuple(PROJECT_TYPES) == PROJECT_TYPE_NAMES
+
+
+def test_the_check_finds_every_overlap_a_pairwise_comparison_finds() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        count = rng.randrange(1, 12)
+        blocks = [
+            Block(rng.randrange(1, 9), first := rng.randrange(6), first + rng.randrange(4))
+            for _ in range(count)
+        ]
+        offsets = [rng.randrange(0, 24) for _ in blocks]
+        names = [f"b{i}" for i in range(count)]
+        pairs = {
+            (names[a], names[b]) if offsets[a] <= offsets[b] else (names[b], names[a])
+            for a in range(count)
+            for b in range(a + 1, count)
+            if blocks[a].conflicts(blocks[b])
+            and offsets[a] < offsets[b] + blocks[b].size
+            and offsets[b] < offsets[a] + blocks[a].size
+        }
+        found = placement_problems(blocks, offsets, 100, names)
+        assert {tuple(p.split(" overlap")[0].split(" and ")) for p in found} == pairs

@@ -13,9 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memplace import options, resources
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
@@ -495,7 +493,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.svg is not None:
         args.svg.write_text(render_svg(result), encoding="utf-8")
     if args.json:
-        sys.stdout.write(result.dumps())
+        result.write_json(sys.stdout)
         return 0
     print(pool_table(result))
     print()

@@ -270,7 +270,7 @@ def _plain_scalar(value: str) -> Any:
         return int(value)
     if _WORD.match(value) and value not in _NOT_TEXT:
         return value
-    tag = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+    tag = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
     if not tag.startswith("tag:yaml.org,2002:") or tag.rsplit(":", 1)[1] not in _SAFE_TAGS:
         raise _Careful
     return _CONSTRUCTOR.construct_object(yaml.ScalarNode(tag, value), deep=True)
@@ -331,7 +331,7 @@ def _fast_yaml(text: str) -> Any:
                 if type(parent) is list:
                     parent.append(value)
                 elif keys[-1] is None:
-                    if type(value) not in (str, int) or value == "<<" and event.implicit[0]:
+                    if type(value) not in (str, int) or (value == "<<" and event.implicit[0]):
                         raise _Careful
                     key = str(value)
                     if key in parent:

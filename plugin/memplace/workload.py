@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from memplace.errors import InputError, Mark
 from memplace.hints import StackHints, read_stack_hints
@@ -27,7 +27,6 @@ from memplace.source import (
     Document,
     Node,
     Path_,
-    is_identifier,
     name_problem,
     suggest,
 )
@@ -77,10 +76,61 @@ class Buffer:
         return InputError(message, self.mark(key), f"{self.name}.{key}")
 
 
+class NumberedSteps(Sequence[str]):
+    """The steps of a workload that does not name them: "0", "1", ..., as a sequence that
+    makes each name when asked, so a timeline of a million steps costs nothing to hold.
+    Equal to the tuple of the same names."""
+
+    __slots__ = ("length",)
+
+    def __init__(self, count: int) -> None:
+        self.length = count
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(map(str, range(self.length)[index]))
+        return str(range(self.length)[index])
+
+    def __iter__(self) -> Iterator[str]:
+        return map(str, range(self.length))
+
+    def __contains__(self, value: object) -> bool:
+        return (
+            isinstance(value, str)
+            and value.isdigit()
+            and str(int(value)) == value
+            and (int(value) < self.length)
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NumberedSteps):
+            return self.length == other.length
+        if isinstance(other, tuple | list):
+            if len(other) != self.length:
+                return False
+            return all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"NumberedSteps({self.length})"
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
-    steps: tuple[str, ...]
+    steps: Sequence[str]
     buffers: tuple[Buffer, ...]
     source: str = "<data>"
     # Hint sets from the workload file's `stack_hints:` (about the code that runs it).
@@ -237,8 +287,7 @@ class _WorkloadReader:
         if not everything:
             raise root.error("a workload needs at least one buffer or constant")
         if steps is None:
-            count = max(b.last for b in everything) + 1
-            steps = [str(index) for index in range(count)]
+            steps = NumberedSteps(max(b.last for b in everything) + 1)
         seen: set[str] = set()
         placed: list[Buffer] = []
         for item in everything:
@@ -252,7 +301,7 @@ class _WorkloadReader:
             placed.append(item)
         return Workload(
             name=name,
-            steps=tuple(steps),
+            steps=steps if isinstance(steps, NumberedSteps) else tuple(steps),
             buffers=tuple(placed),
             source=self.doc.file,
             stack_hints=read_stack_hints(root.get("stack_hints")),
@@ -262,12 +311,12 @@ class _WorkloadReader:
         node = self.root.get(key)
         return list(node.elements()) if node else []
 
-    def _steps(self) -> list[str] | None:
+    def _steps(self) -> Sequence[str] | None:
         node = self.root.get("steps")
         if node is None:
             return None
         if isinstance(node.value, int) and not isinstance(node.value, bool):
-            return [str(index) for index in range(node.integer(minimum=1))]
+            return NumberedSteps(node.integer(minimum=1))
         names = [item.string() for item in node.elements()]
         if not names:
             raise node.error("steps needs at least one step")
@@ -278,7 +327,7 @@ class _WorkloadReader:
                 raise node.child(index).error(f"step {step!r} named twice")
         return names
 
-    def _step(self, node: Node, steps: list[str] | None) -> int:
+    def _step(self, node: Node, steps: Sequence[str] | None) -> int:
         if isinstance(node.value, int) and not isinstance(node.value, bool):
             index = node.integer()
             if steps is not None and index >= len(steps):
@@ -296,7 +345,7 @@ class _WorkloadReader:
             raise node.error(f"no step {name!r}; {suggest(name, steps)}")
         return self.step_index[name]
 
-    def _buffer(self, node: Node, kind: str, steps: list[str] | None) -> Buffer:
+    def _buffer(self, node: Node, kind: str, steps: Sequence[str] | None) -> Buffer:
         if kind == "buffer":
             plain = self._plain_buffer(node, steps)
             if plain is not None:
@@ -342,7 +391,7 @@ class _WorkloadReader:
             marks=self._marks(node),
         )
 
-    def _plain_buffer(self, node: Node, steps: list[str] | None) -> Buffer | None:
+    def _plain_buffer(self, node: Node, steps: Sequence[str] | None) -> Buffer | None:
         """The buffer at `node` when it is written the plain way (a name, a size and a
         lifetime in bytes and step numbers, an alignment at most) and breaks no rule;
         None otherwise, for `_buffer` to read it key by key. Thousands of buffers read in
@@ -398,7 +447,7 @@ class _WorkloadReader:
         first asked for)."""
         return _BufferMarks(self.doc, node.path)
 
-    def _life(self, node: Node, steps: list[str] | None) -> tuple[int, int]:
+    def _life(self, node: Node, steps: Sequence[str] | None) -> tuple[int, int]:
         if isinstance(node.value, list):
             if len(node.value) != 2:
                 raise node.error("live is [first, last], two steps")

@@ -68,7 +68,8 @@ def load_workload(
 def read_model(path: Path) -> Model:
     if path.suffix.lower() not in MODEL_SUFFIXES:
         raise InputError(
-            f"memplace imports {', '.join(MODEL_SUFFIXES)} models, not {path.suffix or path.name!r}",
+            f"memplace imports {', '.join(MODEL_SUFFIXES)} models, "
+            f"not {path.suffix or path.name!r}",
             key=str(path),
         )
     if not path.is_file():

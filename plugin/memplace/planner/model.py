@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TextIO
 
 from memplace.errors import InputError
 
@@ -93,7 +93,7 @@ class Plan:
     board: str
     workload: str
     algorithm: str
-    steps: tuple[str, ...]
+    steps: Sequence[str]
     pools: tuple[PoolUsage, ...]
     placements: tuple[Placement, ...]
     stacks: tuple[StackUsage, ...]
@@ -166,19 +166,26 @@ class Plan:
     def dumps(self) -> str:
         """The plan as JSON, indented, one placement a line: the same bytes for the same
         plan, written in time proportional to its size."""
+        return "".join(self.json_lines())
+
+    def write_json(self, stream: TextIO) -> None:
+        """`dumps()` written to `stream` a line at a time, never whole in memory."""
+        for line in self.json_lines():
+            stream.write(line)
+
+    def json_lines(self) -> Iterator[str]:
         data = replace(self, placements=()).to_json()  # the placements a line each, below
         data["steps"] = self.steps_json()
         stacks = data.pop("stacks")
         del data["placements"]
-        text = json.dumps(data, indent=2)[:-2]  # without the closing brace
-        lines = [text + ",", '  "placements": [']
-        lines += [f"    {json.dumps(_placement_json(p))}," for p in self.placements]
-        if self.placements:
-            lines[-1] = lines[-1][:-1]
-        lines.append("  ],")
+        yield json.dumps(data, indent=2)[:-2] + ",\n"  # without the closing brace
+        yield '  "placements": [\n'
+        last = len(self.placements) - 1
+        for index, placement in enumerate(self.placements):
+            yield f"    {json.dumps(_placement_json(placement))}{',' if index < last else ''}\n"
+        yield "  ],\n"
         body = json.dumps({"stacks": stacks}, indent=2)
-        lines.append(body[body.index("\n") + 1 :])  # `"stacks": [...]` and the closing brace
-        return "\n".join(lines) + "\n"
+        yield body[body.index("\n") + 1 :] + "\n"  # `"stacks": [...]` and the closing brace
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Plan:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
 from memplace.planner.exact import MAX_PAIRS, improve, meeting_pairs
-from memplace.planner.greedy import greedy_conflicts, greedy_size, place_in_order
+from memplace.planner.greedy import greedy_conflicts, greedy_size, place_in_order, size_order
 
 HOT = 0.85
 """A segment of the timeline is hot when more than this part of the bound is live in it."""
@@ -36,8 +36,9 @@ WINDOW_NODES = 400
 """Search nodes per block of a window, for each window's exact search."""
 ROUNDS = 6
 """Rounds of growing the windows where blocks end above the bound."""
-LARGE = 5000
-"""Blocks from which `auto` tries `windows` (below it, its own searches reach further)."""
+LARGE = 7500
+"""Blocks from which `auto` takes `windows` after greedy by size: about where its exact
+search can no longer afford a first try (`auto.EFFORT`)."""
 SEARCH_SECONDS = 1e9
 """The wall-clock limit given to the window searches: none that binds; their node counts
 (WINDOW_NODES) stop them, so the answer is the same at any load."""
@@ -58,6 +59,7 @@ def improve_windows(
         return best
     timeline = _Timeline(blocks)
     hot = [load > HOT * bound for load in timeline.loads]
+    by_size = size_order(blocks)
     solved: dict[tuple[int, ...], list[int]] = {}
     nodes_left = budget.nodes
     for _ in range(ROUNDS):
@@ -69,10 +71,7 @@ def improve_windows(
                 solved[group] = [i for _, i in sorted(zip(found, group, strict=True))]
             order += solved[group]
         taken = set(order)
-        order += sorted(
-            (i for i in range(len(blocks)) if i not in taken),
-            key=lambda i: (-blocks[i].size, blocks[i].first, i),
-        )
+        order += [i for i in by_size if i not in taken]
         offsets = place_in_order(blocks, order)
         tried = layout(blocks, offsets, algorithm="windows", bound=bound)
         if tried.peak < best.peak:
@@ -161,4 +160,3 @@ class _Timeline:
     def _load(self, i: int) -> int:
         first, end = self.spans[i]
         return max(self.loads[first:end])
-
