@@ -116,7 +116,7 @@ def stage_seconds(board: Path, workload: Path) -> dict[str, float]:
         stack.enter_context(clocked(planner, "assign_places", totals, "assign"))
         stack.enter_context(clocked(planner, "_search", totals, "offsets"))
         stack.enter_context(clocked(planner, "_check", totals, "check"))
-        stack.enter_context(clocked(Plan, "dumps", totals, "write"))
+        stack.enter_context(clocked(Plan, "write_json", totals, "write"))
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
         start = time.process_time()
         code = memplace.cli.main(["plan", str(board), str(workload), "--json"])
