@@ -13,25 +13,26 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memplace import options, resources, workflow
+from memplace import options, resources
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
-from memplace.build import build
 from memplace.errors import CheckFailed, InputError, MemplaceError, ToolError
 from memplace.importers import load_workload
+from memplace.layout import DEFAULT_TIMEOUT
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
-from memplace.planner.explain import explain
-from memplace.planner.model import Plan
-from memplace.planner.render_svg import render_svg, render_text
-from memplace.project import Project
 from memplace.project_api.carried.server import TERMINATING
-from memplace.runners import FlashRequest
 from memplace.schema import SCHEMAS
-from memplace.verify import Report, RunLog, load_hints, verify, write_reports
-from memplace.verify.firmware import check_stacks, run_firmware
-from memplace.verify.target_memory import RunMemory
 from memplace.workload import Workload
+
+if TYPE_CHECKING:
+    from memplace import workflow
+    from memplace.planner.model import Plan
+    from memplace.verify import Report, RunLog
+    from memplace.verify.target_memory import RunMemory
+
+# The generator, builder, runners and verifier load in the commands that use them, so that
+# `memplace --help` and `memplace plan` start in a fraction of a second.
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -443,8 +444,8 @@ def _add_timeout(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
         type=seconds,
-        default=workflow.DEFAULT_TIMEOUT,
-        help=f"seconds before a run is stopped (default: {workflow.DEFAULT_TIMEOUT:g})",
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds before a run is stopped (default: {DEFAULT_TIMEOUT:g})",
     )
 
 
@@ -488,7 +489,11 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     board, workload = _inputs(args)
+    from memplace.planner.render_svg import render_svg, render_text
+
     if args.explain:
+        from memplace.planner.explain import explain
+
         story = explain(board, workload, algorithm=args.algorithm, time_limit=args.time_limit)
         if args.json:
             # Printed even when some buffer fits nowhere: saying why is the point.
@@ -506,7 +511,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.svg is not None:
         args.svg.write_text(render_svg(result), encoding="utf-8")
     if args.json:
-        sys.stdout.write(result.dumps())
+        result.write_json(sys.stdout)
         return 0
     print(pool_table(result))
     print()
@@ -548,6 +553,8 @@ def _tflm(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from memplace import workflow
+
     board, workload = _inputs(args)
     result = workflow.generate(
         board,
@@ -566,6 +573,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from memplace.build import build
+    from memplace.project import Project
+
     Project.load(args.dir)
     output = build(args.dir)
     usage = [line for line in output.splitlines() if "%" in line and ":" in line]
@@ -574,12 +584,17 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from memplace import workflow
+
     log = workflow.run(args.dir, args.timeout)
     print(run_summary(log))
     return log.exit_code
 
 
 def _stacks(args: argparse.Namespace) -> int:
+    from memplace.verify import load_hints, write_reports
+    from memplace.verify.firmware import check_stacks, run_firmware
+
     if not args.elf.is_file():
         raise InputError(f"no firmware at {args.elf}", key="FIRMWARE.elf")
     board = load_board(args.board)
@@ -608,6 +623,10 @@ def _run_line(run: RunMemory, timeout: float) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from memplace import workflow
+    from memplace.project import Project
+    from memplace.verify import load_hints, verify, write_reports
+
     project = Project.load(args.dir)
     if args.core:
         project = project.only(args.core)
@@ -625,6 +644,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from memplace import workflow
+    from memplace.verify import load_hints, write_reports
+
     board, workload = _inputs(args)
     result = workflow.check(
         board,
@@ -643,6 +665,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _flash(args: argparse.Namespace) -> int:
+    from memplace import workflow
+    from memplace.runners import FlashRequest
+
     request = FlashRequest.from_values(vars(args))
     runner = workflow.flash(args.dir, args.runner, request)
     print(f"flashed {args.dir} with {runner}")
@@ -676,6 +701,8 @@ def _cmake_module(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from memplace import workflow
+
     board = load_board("qemu-mps3-an547")
     workload = load_workload(resources.demo_workload())
     print(

@@ -18,6 +18,12 @@ BUILD_DIR = "build"
 HINTS_DIR = "memplace/stack_hints"
 # The record of the last run, inside the build folder.
 RUN_RECORD = "run.json"
+# The project types the generator writes (`codegen.PROJECT_TYPES`) and who defines the pool
+# arrays: named here so that the command line lists them without loading the generator.
+PROJECT_TYPE_NAMES = ("exerciser", "app", "library", "aot_standalone_demo")
+POOL_STORAGE = ("generated", "application")
+# Seconds before a run of a project is stopped, unless told otherwise.
+DEFAULT_TIMEOUT = 60.0
 
 
 def build_dir(folder: Path) -> Path:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from memplace.codegen import POOL_STORAGE, PROJECT_TYPES
+from memplace.layout import POOL_STORAGE, PROJECT_TYPE_NAMES
 from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM
 from memplace.project_api.carried.server import ProjectOption
 from memplace.runners import RUNNERS
@@ -37,7 +37,7 @@ OPTIONS: tuple[ProjectOption, ...] = (
         "str",
         "what the project runs: the exerciser, the user's app, or the glue only (library)",
         default="exerciser",
-        choices=tuple(sorted({*PROJECT_TYPES, *TVM_PROJECT_TYPES})),
+        choices=tuple(sorted({*PROJECT_TYPE_NAMES, *TVM_PROJECT_TYPES})),
         optional=_GENERATE,
     ),
     ProjectOption(

@@ -4,11 +4,21 @@ The loader is safe: it builds only plain scalars, lists and mappings, refuses ta
 `!!python/object`, refuses a key repeated in one mapping, and copies YAML aliases (`*name`)
 only where they do not contain themselves and only up to `MAX_ALIAS_VALUES` values in all,
 so that a small file cannot expand into a huge one ("billion laughs").
+
+Positions are found on demand. A file is first read the fast way, in time proportional to
+its size and with no position kept: JSON by Python's `json`, YAML from libyaml's events
+(where PyYAML has libyaml) by a builder that takes only plain mappings, lists and scalars.
+Anything else (an alias, a tag, a key given twice, a syntax error, nesting deeper than
+FAST_DEPTH) is read again the careful way, which refuses it with its position. A document
+read the fast way keeps its text; the first question about a position (an error) reads it
+the careful way once and answers from that (`_OnDemand`).
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +40,53 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Values that aliases may copy in one file: far more than sharing a list of users between
 # buffers needs, and few enough to build in about a second.
 MAX_ALIAS_VALUES = 100_000
+FAST_DEPTH = 100
+"""Nesting the fast reader takes; deeper documents are read the careful way."""
+
+
+class _OnDemand(dict):  # type: ignore[type-arg]
+    """A dict that `fill` fills the first time anything is asked of it."""
+
+    def __init__(self, fill: Any) -> None:
+        super().__init__()
+        self._fill = fill
+
+    def _load(self) -> None:
+        if self._fill is not None:
+            fill, self._fill = self._fill, None
+            fill()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._load()
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._load()
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self._load()
+        return super().__contains__(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        self._load()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._load()
+        return super().__len__()
+
+    def items(self) -> Any:
+        self._load()
+        return super().items()
+
+    def keys(self) -> Any:
+        self._load()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._load()
+        return super().values()
 
 
 @dataclass
@@ -64,6 +121,27 @@ class Document:
 
     @classmethod
     def from_text(cls, text: str, file: str) -> Document:
+        """The document in `text`: read the fast way where it can be (positions found
+        when first asked for), else the careful way."""
+        try:
+            data = _fast_json(text) if text.lstrip()[:1] in ("{", "[") else _fast_yaml(text)
+        except _Careful:
+            return cls.careful(text, file)
+        doc = cls(data=data, file=file)
+
+        def fill() -> None:
+            careful = cls.careful(text, file)
+            dict.update(doc.marks, careful.marks)
+            dict.update(doc.key_marks, careful.key_marks)
+
+        doc.marks = _OnDemand(fill)
+        doc.key_marks = _OnDemand(doc.marks._load)
+        return doc
+
+    @classmethod
+    def careful(cls, text: str, file: str) -> Document:
+        """The document in `text` with the position of every node, read by PyYAML's
+        composer: slower, and the reader that refuses what the fast one does not take."""
         text = _join_surrogates(text)
         try:
             node = yaml.compose(text, Loader=_Loader)
@@ -86,6 +164,22 @@ class Document:
             if found:
                 return found
         return Mark(self.file, 1, 1)
+
+    def marks_below(self, path: Path_) -> dict[str, Mark]:
+        """Where each key of the mapping at `path` is written, by name, and each item of
+        a list there as "key[1]"."""
+        depth = len(path)
+        below = self.__dict__.setdefault("_below", {})
+        if depth not in below:
+            index: dict[Path_, dict[str, Mark]] = {}
+            for where, mark in self.marks.items():
+                if len(where) == depth + 1 and isinstance(where[-1], str):
+                    index.setdefault(where[:depth], {})[where[-1]] = mark
+                elif len(where) == depth + 2 and isinstance(where[-1], int):
+                    label = f"{where[depth]}[{where[-1]}]"
+                    index.setdefault(where[:depth], {})[label] = mark
+            below[depth] = index
+        return dict(below[depth].get(path, {}))
 
     def key_mark(self, path: Path_) -> Mark:
         """The position of the key that names `path` (of the value, for list items)."""
@@ -120,6 +214,138 @@ class Document:
 
 _SAFE_TAGS = {"str", "int", "float", "bool", "null"}
 _CONSTRUCTOR = yaml.SafeLoader("")
+
+
+class _Careful(Exception):
+    """The fast reader does not take this document: read it the careful way."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise _Careful
+    return found
+
+
+def _no_float(text: str) -> float:
+    # YAML reads 1e5 as text, JSON as a number: such a file is read as YAML reads it.
+    if "." not in text:
+        raise _Careful
+    return float(text)
+
+
+def _not_json(text: str) -> Any:
+    raise _Careful
+
+
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_NESTING = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _fast_json(text: str) -> Any:
+    brackets = _NOT_BRACKETS.sub("", text)
+    if max(itertools.accumulate(map(_NESTING.__getitem__, brackets)), default=0) > FAST_DEPTH:
+        raise _Careful  # (brackets inside strings count too: at worst, read carefully)
+    try:
+        return json.loads(
+            text, object_pairs_hook=_unique_keys, parse_float=_no_float, parse_constant=_not_json
+        )
+    except (ValueError, RecursionError) as exc:
+        raise _Careful from exc
+
+
+# Plain scalars that the YAML 1.1 resolver reads as something other than text.
+_NOT_TEXT = {
+    "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False",
+    "FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL",
+}  # fmt: skip
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_RESOLVER = yaml.resolver.Resolver()
+_EVENTS = yaml.events
+
+
+def _plain_scalar(value: str) -> Any:
+    """A plain (unquoted) scalar as the safe loader reads it."""
+    if value.isdigit() and value.isascii() and (value[0] != "0" or value == "0"):
+        return int(value)
+    if _WORD.match(value) and value not in _NOT_TEXT:
+        return value
+    tag = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    if not tag.startswith("tag:yaml.org,2002:") or tag.rsplit(":", 1)[1] not in _SAFE_TAGS:
+        raise _Careful
+    return _CONSTRUCTOR.construct_object(yaml.ScalarNode(tag, value), deep=True)
+
+
+def _fast_yaml(text: str) -> Any:
+    """The plain data of a YAML document from libyaml's events, with no positions; raises
+    _Careful for anything but plain mappings, lists and scalars in one document."""
+    parser_class = getattr(yaml.cyaml, "CParser", None)
+    if parser_class is None or "\\u" in text:
+        raise _Careful
+    parser = parser_class(text)
+    open_: list[Any] = []  # the mappings and lists being built, innermost last
+    keys: list[Any] = []  # per open mapping, its key waiting for a value (None: none)
+    root: list[Any] = []
+    documents = 0
+    scalar, mapping_start, sequence_start = (
+        _EVENTS.ScalarEvent,
+        _EVENTS.MappingStartEvent,
+        _EVENTS.SequenceStartEvent,
+    )
+    ends = (_EVENTS.MappingEndEvent, _EVENTS.SequenceEndEvent)
+    try:
+        while True:
+            event = parser.get_event()
+            kind = type(event)
+            if kind is scalar:
+                if event.anchor is not None or event.tag not in (None, "!"):
+                    raise _Careful
+                value: Any = event.value
+                if event.implicit[0] and event.tag is None:
+                    value = _plain_scalar(value) if value else None
+            elif kind is mapping_start or kind is sequence_start:
+                if event.anchor is not None or event.tag not in (None, "!"):
+                    raise _Careful
+                if len(open_) >= FAST_DEPTH:
+                    raise _Careful
+                value = {} if kind is mapping_start else []
+            elif kind in ends:
+                open_.pop()
+                keys.pop()
+                continue
+            elif kind is _EVENTS.DocumentStartEvent:
+                documents += 1
+                if documents > 1:
+                    raise _Careful
+                continue
+            elif kind is _EVENTS.StreamEndEvent:
+                break
+            elif kind is _EVENTS.AliasEvent:
+                raise _Careful
+            else:
+                continue
+            if not open_:
+                root.append(value)
+            else:
+                parent = open_[-1]
+                if type(parent) is list:
+                    parent.append(value)
+                elif keys[-1] is None:
+                    if type(value) not in (str, int) or (value == "<<" and event.implicit[0]):
+                        raise _Careful
+                    key = str(value)
+                    if key in parent:
+                        raise _Careful
+                    keys[-1] = key
+                else:
+                    parent[keys[-1]] = value
+                    keys[-1] = None
+            if kind is not scalar:
+                open_.append(value)
+                keys.append(None)
+    except yaml.YAMLError as exc:
+        raise _Careful from exc
+    return root[0] if root else {}
 
 
 # An escaped UTF-16 surrogate pair in a double-quoted string (as JSON writers put any
@@ -376,7 +602,9 @@ class Node:
         return self.doc.error(self.path, message, at_key=True)
 
     def child(self, key: str | int) -> Node:
-        return Node(self.doc, (*self.path, key))
+        node = Node.__new__(Node)  # no walk from the root: the value is one step down
+        node.doc, node.path, node.value = self.doc, (*self.path, key), self.value[key]
+        return node
 
     def mapping(self, allowed: Iterable[str], required: Iterable[str] = ()) -> Node:
         if not isinstance(self.value, dict):

@@ -20,7 +20,7 @@ from memplace.codegen import STANDALONE, RenderOptions, render
 from memplace.codegen.context import image_holders, shared_image_memories
 from memplace.errors import InputError, PlanningError, ToolError
 from memplace.importers.mlf import ModelArchive, is_mlf, read_mlf
-from memplace.layout import build_dir, run_record
+from memplace.layout import DEFAULT_TIMEOUT, build_dir, run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
@@ -35,7 +35,6 @@ from memplace.verify.elf import POOL_SECTION, STACK_SECTION
 from memplace.verify.image import Image
 from memplace.workload import Workload
 
-DEFAULT_TIMEOUT = 60.0
 TFLM_TIME_LIMIT = 2.0
 
 

@@ -29,13 +29,12 @@ from memplace.codegen.tvm import (
 )
 from memplace.errors import InputError
 from memplace.hints import StackHints
-from memplace.layout import HINTS_DIR, MANIFEST, PROJECT_VERSION, fnv1a
+from memplace.layout import HINTS_DIR, MANIFEST, POOL_STORAGE, PROJECT_VERSION, fnv1a
 from memplace.planner.model import Plan
 from memplace.source import suggest
 
-__all__ = ["PROJECT_TYPES", "RenderOptions", "render"]
+__all__ = ["POOL_STORAGE", "PROJECT_TYPES", "RenderOptions", "render"]
 
-POOL_STORAGE = ("generated", "application")
 
 Renderer = Callable[[jinja2.Environment, dict[str, Any]], dict[str, str]]
 

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 from memplace.errors import InputError
 from memplace.importers.mlf import is_mlf, read_mlf
-from memplace.importers.tflite import Model, read_tflite
 from memplace.workload import Workload
 
 if TYPE_CHECKING:
     from memplace.board import Board
+    from memplace.importers.tflite import Model
 
 __all__ = [
     "Imported",
@@ -34,7 +34,18 @@ __all__ = [
     "read_model",
 ]
 
-MODEL_READERS = {".tflite": read_tflite}
+MODEL_SUFFIXES = (".tflite",)
+"""The models a WORKLOAD argument may name; their readers load when one is read."""
+
+
+def __getattr__(name: str) -> object:
+    # The model readers (and numpy) load only when a model is read: a workload file's
+    # `memplace plan` starts without them.
+    if name in ("Model", "MODEL_READERS"):
+        from memplace.importers import tflite
+
+        return tflite.Model if name == "Model" else {".tflite": tflite.read_tflite}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_workload(
@@ -49,21 +60,23 @@ def load_workload(
         return read_mlf(path).workload(() if board is None else tuple(board.pools))
     if not path.is_file():
         raise InputError(f"no workload file at {path}", key="WORKLOAD")
-    if path.suffix.lower() in MODEL_READERS:
+    if path.suffix.lower() in MODEL_SUFFIXES:
         return import_model(path)
     return Workload.from_file(path, None if data_root is None else Path(data_root))
 
 
 def read_model(path: Path) -> Model:
-    reader = MODEL_READERS.get(path.suffix.lower())
-    if reader is None:
+    if path.suffix.lower() not in MODEL_SUFFIXES:
         raise InputError(
-            f"memplace imports {', '.join(MODEL_READERS)} models, not {path.suffix or path.name!r}",
+            f"memplace imports {', '.join(MODEL_SUFFIXES)} models, "
+            f"not {path.suffix or path.name!r}",
             key=str(path),
         )
     if not path.is_file():
         raise InputError(f"no model file at {path}", key="MODEL")
-    return reader(path)
+    from memplace.importers.tflite import read_tflite
+
+    return read_tflite(path)
 
 
 def import_model(path: Path) -> Workload:

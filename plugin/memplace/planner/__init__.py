@@ -35,6 +35,7 @@ from memplace.planner.exact import MAX_PAIRS, exact, meeting_pairs
 from memplace.planner.greedy import greedy_conflicts, greedy_size
 from memplace.planner.hillclimb import hill_climb
 from memplace.planner.model import ASSIGNMENT, Placement, Plan, PoolUsage, StackUsage
+from memplace.planner.windows import windows
 from memplace.scopes import Candidates, Place, resolve, stack_sizes
 from memplace.source import suggest
 from memplace.workload import Buffer, Workload
@@ -60,6 +61,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "greedy-conflicts": greedy_conflicts,
     "greedy-size": greedy_size,
     "hill-climb": hill_climb,
+    "windows": windows,
 }
 DEFAULT_ALGORITHM = "auto"
 

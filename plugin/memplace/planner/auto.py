@@ -7,7 +7,9 @@ time, then, where coalescing chains first leaves fewer blocks, on those for
 COALESCED_SHARE of the rest (on the time x memory strips of the benchmarks it leaves
 a tenth to a third fewer, and finds peaks up to 8% lower), then on the
 blocks themselves from the best placement so far; elsewhere the better greedy order
-stands. Places of more than MANY blocks search each coalescing of PORTFOLIO in turn
+stands. Places of windows.LARGE blocks or more go from the greedy-size placement to
+`windows` instead (the hot windows of the timeline searched, the rest placed around them).
+Places of more than MANY blocks search each coalescing of PORTFOLIO in turn
 instead, each with the exact search's rounds and then its seeded dives (`exact.dive`).
 
 The exact search's nodes each cost time in proportion to the blocks, so it gets
@@ -37,6 +39,7 @@ from memplace.planner.greedy import (
     place_in_order,
     size_order,
 )
+from memplace.planner.windows import LARGE, improve_windows
 
 COALESCED_SHARE = 0.5
 """The part of the search time spent on the coalesced blocks (`coalesce`), where there are
@@ -72,6 +75,8 @@ def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
     )
     if best.peak <= goal:
         return best
+    if len(blocks) >= LARGE:
+        return improve_windows(blocks, budget, best, bound, goal)
     conflicts = conflict_counts(blocks)
     other = layout(
         blocks,

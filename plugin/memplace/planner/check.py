@@ -2,14 +2,17 @@
 
 It shares no code with the algorithms that produce offsets (only the `Block` record), so a
 bug there shows here. It sweeps the steps in order, keeping the blocks live at the current
-step sorted by offset; a block that starts is compared with its neighbours in that order,
-which finds every pair of live blocks that share a byte.
+step sorted by offset. While no two live blocks share a byte, a block that starts can only
+overlap the live blocks just below and just above its offset, so comparing it with those
+two settles it: O(n log n) comparisons in all (plus list inserts that move the pointers of
+the blocks live at once). Only where that finds an overlap does a second sweep compare each
+starting block with every live block near it, to name every overlapping pair.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from memplace.planner.blocks import Block
 
@@ -29,7 +32,40 @@ def placement_problems(
     return problems + _overlaps(blocks, offsets, names)
 
 
+def _sweep(blocks: Sequence[Block]) -> Iterator[tuple[bool, int]]:
+    """(starts, block) in step order; at one step, blocks whose life ended leave before
+    others start; each kind in block order."""
+    starting = sorted(range(len(blocks)), key=lambda i: blocks[i].first)
+    ending = sorted(range(len(blocks)), key=lambda i: blocks[i].last)
+    k = 0
+    for i in starting:
+        while k < len(ending) and blocks[ending[k]].last < blocks[i].first:
+            yield False, ending[k]
+            k += 1
+        yield True, i
+
+
+def _any_overlap(blocks: Sequence[Block], offsets: Sequence[int]) -> bool:
+    live: list[tuple[int, int]] = []  # (offset, index), sorted; no two overlap
+    for starts, index in _sweep(blocks):
+        key = (offsets[index], index)
+        position = bisect.bisect_left(live, key)
+        if not starts:
+            del live[position]
+            continue
+        if position < len(live) and live[position][0] < offsets[index] + blocks[index].size:
+            return True
+        if position > 0:
+            below_offset, below = live[position - 1]
+            if below_offset + blocks[below].size > offsets[index]:
+                return True
+        live.insert(position, key)
+    return False
+
+
 def _overlaps(blocks: Sequence[Block], offsets: Sequence[int], names: Sequence[str]) -> list[str]:
+    if not _any_overlap(blocks, offsets):
+        return []
     # Events in step order; at one step, blocks whose life ended leave before others start.
     events = sorted(
         [(b.last + 1, 0, i) for i, b in enumerate(blocks)]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO
 
 from memplace.errors import InputError
 
@@ -93,7 +93,7 @@ class Plan:
     board: str
     workload: str
     algorithm: str
-    steps: tuple[str, ...]
+    steps: Sequence[str]
     pools: tuple[PoolUsage, ...]
     placements: tuple[Placement, ...]
     stacks: tuple[StackUsage, ...]
@@ -125,7 +125,7 @@ class Plan:
             "board": self.board,
             "workload": self.workload,
             "algorithm": self.algorithm,
-            "steps": list(self.steps),
+            "steps": self.steps_json(),
             "pools": [
                 {
                     "name": p.name,
@@ -140,22 +140,7 @@ class Plan:
                 }
                 for p in self.pools
             ],
-            "placements": [
-                {
-                    "name": p.name,
-                    "kind": p.kind,
-                    "pool": p.pool,
-                    "stack": p.stack,
-                    "offset": p.offset,
-                    "size": p.size,
-                    "align": p.align,
-                    "first": p.first,
-                    "last": p.last,
-                    "reason": p.reason,
-                    "dynamic": p.dynamic,
-                }
-                for p in self.placements
-            ],
+            "placements": [_placement_json(p) for p in self.placements],
             "stacks": [
                 {
                     "context": s.context,
@@ -169,8 +154,38 @@ class Plan:
             ],
         }
 
+    def steps_json(self) -> dict[str, Any]:
+        """The timeline as the plan's JSON gives it: how many steps, and the name of each
+        step where some placement starts or ends, where it is not the step's number (the
+        other steps change nothing in the plan). Its size follows the placements, not the
+        steps: a plan of a million steps takes a line."""
+        events = sorted({p.first for p in self.placements} | {p.last for p in self.placements})
+        names = {str(i): self.steps[i] for i in events if self.steps[i] != str(i)}
+        return {"count": len(self.steps), "names": names}
+
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2) + "\n"
+        """The plan as JSON, indented, one placement a line: the same bytes for the same
+        plan, written in time proportional to its size."""
+        return "".join(self.json_lines())
+
+    def write_json(self, stream: TextIO) -> None:
+        """`dumps()` written to `stream` a line at a time, never whole in memory."""
+        for line in self.json_lines():
+            stream.write(line)
+
+    def json_lines(self) -> Iterator[str]:
+        data = replace(self, placements=()).to_json()  # the placements a line each, below
+        data["steps"] = self.steps_json()
+        stacks = data.pop("stacks")
+        del data["placements"]
+        yield json.dumps(data, indent=2)[:-2] + ",\n"  # without the closing brace
+        yield '  "placements": [\n'
+        last = len(self.placements) - 1
+        for index, placement in enumerate(self.placements):
+            yield f"    {json.dumps(_placement_json(placement))}{',' if index < last else ''}\n"
+        yield "  ],\n"
+        body = json.dumps({"stacks": stacks}, indent=2)
+        yield body[body.index("\n") + 1 :] + "\n"  # `"stacks": [...]` and the closing brace
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Plan:
@@ -181,10 +196,36 @@ class Plan:
                 board=data["board"],
                 workload=data["workload"],
                 algorithm=data["algorithm"],
-                steps=tuple(data["steps"]),
+                steps=_steps(data["steps"]),
                 pools=tuple(PoolUsage(**p) for p in data["pools"]),
                 placements=tuple(Placement(**p) for p in data["placements"]),
                 stacks=tuple(StackUsage(**s) for s in data["stacks"]),
             )
         except (KeyError, TypeError) as exc:
             raise InputError(f"malformed plan: {exc}") from exc
+
+
+def _placement_json(p: Placement) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "kind": p.kind,
+        "pool": p.pool,
+        "stack": p.stack,
+        "offset": p.offset,
+        "size": p.size,
+        "align": p.align,
+        "first": p.first,
+        "last": p.last,
+        "reason": p.reason,
+        "dynamic": p.dynamic,
+    }
+
+
+def _steps(data: Any) -> tuple[str, ...]:
+    """The step names of a plan's `steps` (see `Plan.steps_json`); a step the plan does not
+    name is named by its number. A list of every name (as plans wrote them before) reads
+    as it is."""
+    if isinstance(data, list):
+        return tuple(data)
+    names = data["names"]
+    return tuple(names.get(str(i), str(i)) for i in range(data["count"]))
