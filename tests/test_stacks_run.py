@@ -419,8 +419,32 @@ def test_a_main_stack_outside_the_boards_memories_is_an_error(
     captured = capsys.readouterr()
     message = (
         "--run: the main stack, [0x207fe000, 0x20800000) below the initial stack pointer of "
-        f"switching.elf's vector table, is in none of board switching's writable memories: "
+        "switching.elf's vector table, is in none of board switching's writable memories: "
         "add the memory it is in to the board (or correct the main stack's size)"
     )
     assert captured.err.strip() == f"memplace: error: {message}"
     assert json.loads(captured.out)["error"]["message"] == message
+
+
+def test_an_mpu_ports_system_call_stack_is_bounded(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each task's system-call stack holds the deepest MPU_...Impl function and the
+    exception frame the system call copies there; its size comes from the debug
+    information, without which it is refused."""
+    firmware = _build(tmp_path / "build", [*CORES[base], *FLAGS, "-DMPU_PORT"])
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json"]
+    assert main(argv) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    calls = stacks["system calls (each task's)"]
+    frame = {"qemu-mps2-an385": 36, "qemu-mps2-an386": 108}[base]
+    assert calls["budget"] == 64 * 4 and calls["path"] == ["MPU_vTaskDelayImpl"]
+    assert calls["interrupts"] == [{"context": "system call", "bytes": frame}]
+    assert calls["static_bound"] >= 120 + frame
+    stripped = _build(tmp_path / "stripped", [*CORES[base], "-O1", "-ffreestanding", "-DMPU_PORT"])
+    assert main(["stacks", str(stripped), "--board", str(board_file)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "memplace: error: FIRMWARE.elf: switching.elf makes FreeRTOS MPU system calls "
+        "(MPU_...Impl), whose stack size (configSYSTEM_CALL_STACK_SIZE) only the image's "
+        "debug information gives: build it with -g"
+    )

@@ -68,8 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         given = sys.argv[1:] if argv is None else list(argv)
         wants_json = getattr(args, "json", False) if args is not None else "--json" in given
         if wants_json and exc.exit_code != CheckFailed.exit_code:
-            # (a failed check or plan has written its own JSON report already)
-            # A CI job that parses the output gets JSON whatever happened.
+            # A CI job that parses the output gets JSON whatever happened (a failed check
+            # or plan has written its own JSON report already).
             sys.stdout.write(_error_json(exc))
         return exc.exit_code
     except KeyboardInterrupt:

@@ -35,12 +35,13 @@ from memplace.verify.freertos import (
     FILL,
     LISTS,
     layout_of,
+    system_call_stack_size,
     task_stacks,
     untouched,
     unused_words,
 )
 from memplace.verify.image import Image
-from memplace.verify.report import SWITCH, Finding, Report, StackReport
+from memplace.verify.report import SWITCH, SYSTEM_CALL, Finding, Report, StackReport
 from memplace.verify.rtos import port_for, task_switch_cost
 from memplace.verify.stack import (
     Analysis,
@@ -121,6 +122,12 @@ def check_stacks(
             findings += unread
         findings += stack_findings(task.context, task.budget, bound, measured)
         stacks.append(_stack_report(task.context, task.budget, bound, measured))
+    if chosen.rtos == "freertos":
+        calls = _system_calls(chosen, analysis, image)
+        if calls is not None:
+            budget, bound = calls
+            findings += stack_findings(SYSTEM_CALLS, budget, bound, None)
+            stacks.append(_stack_report(SYSTEM_CALLS, budget, bound, None))
     if run is not None and run.exit_code not in (None, 0):
         findings.append(Finding("run", "exit", f"the firmware exited with code {run.exit_code}"))
     checks = STACK_CHECKS + (RUN_CHECKS if run is not None else ())
@@ -142,6 +149,43 @@ def _created_at_run(run: RunMemory, graph: CallGraph) -> tuple[CreatedTask, ...]
         for task in run.created
         if task.entry in graph.nodes and task.words
     )
+
+
+SYSTEM_CALLS = "system calls (each task's)"
+"""How the report names the system-call stack every task has under an MPU port."""
+
+
+def _system_calls(core: Core, analysis: Analysis, image: Image) -> tuple[int, ContextBound] | None:
+    """The system-call stack of FreeRTOS's MPU ports with the v2 wrappers: each task has
+    one, which a system call switches to, copying the exception frame there, to run the
+    call's `MPU_...Impl` function. Its bound is the deepest of those plus that frame; its
+    budget configSYSTEM_CALL_STACK_SIZE words. None where the image has no such calls."""
+    impls = sorted(
+        address
+        for name, address in analysis.graph.by_name.items()
+        if name.startswith("MPU_") and name.endswith("Impl")
+    )
+    if not impls:
+        return None
+    size = system_call_stack_size(image.path)
+    if size is None:
+        raise InputError(
+            f"{image.path.name} makes FreeRTOS MPU system calls (MPU_...Impl), whose stack "
+            "size (configSYSTEM_CALL_STACK_SIZE) only the image's debug information gives: "
+            "build it with -g",
+            key="FIRMWARE.elf",
+        )
+    findings: list[Finding] = []
+    worst: Bound = Bound(0)
+    for address in dict.fromkeys(impls):
+        bound = analysis.bound(address)
+        findings += _problems(SYSTEM_CALLS, analysis, address, bound)
+        if bound.bytes is not None and (worst.bytes is None or bound.bytes > worst.bytes):
+            worst = bound
+    frame = exception_frame(core)
+    total = None if findings or worst.bytes is None else worst.bytes + frame
+    copied = ((SYSTEM_CALL, frame),)
+    return size, ContextBound(SYSTEM_CALLS, total, worst.path, copied, tuple(findings))
 
 
 def _stack_report(name: str, budget: int, bound: ContextBound, measured: int | None) -> StackReport:

@@ -83,6 +83,21 @@ def layout_of(elf: Path) -> Layout:
         return Layout()
 
 
+def system_call_stack_size(elf: Path) -> int | None:
+    """Bytes of each task's system-call stack under an MPU port with the v2 wrappers
+    (`SYSTEM_CALL_STACK_INFO.ulSystemCallStackBuffer`, configSYSTEM_CALL_STACK_SIZE words),
+    from the debug information; None without it."""
+    with elf.open("rb") as handle:
+        parsed = ELFFile(handle)
+        if not parsed.has_dwarf_info():
+            return None
+        info = _structs(parsed, frozenset(("SYSTEM_CALL_STACK_INFO",))).get(
+            "SYSTEM_CALL_STACK_INFO", {}
+        )
+    words = info.get("<ulSystemCallStackBuffer length>")
+    return None if words is None else 4 * words
+
+
 def _structs(elf: ELFFile, names: frozenset[str]) -> dict[str, dict[str, int]]:
     """Member offsets (and `<size>`) of the named structures, from the first unit that
     defines each."""

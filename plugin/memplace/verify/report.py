@@ -34,6 +34,8 @@ CHECKS = {
 
 SWITCH = "context switch"
 """How a task's stack report names what its RTOS's context switches leave on it."""
+SYSTEM_CALL = "system call"
+"""How a system-call stack's report names the exception frame a system call copies there."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,9 @@ def _interrupt_lines(stack: StackReport) -> list[str]:
                 f"  a {name} leaves {cost} bytes on it (exception frame, saved registers, "
                 "the port's unused top)"
             )
+            continue
+        if name == SYSTEM_CALL:
+            lines.append(f"  a system call copies its exception frame to it: {cost} bytes")
             continue
         shown = "unbounded" if cost is None else f"{cost} bytes"
         lines.append(f"  ISR {name} lands on it: {shown} with its exception frame")

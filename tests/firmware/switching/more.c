@@ -33,6 +33,21 @@ void vStartOtherTask(void)
 }
 
 #if defined(MPU_PORT)
-/* What FreeRTOS's MPU ports define: their task control blocks start with MPU settings. */
+/* What FreeRTOS's MPU ports define: their task control blocks start with MPU settings, and
+ * with the v2 wrappers each task has a system-call stack of configSYSTEM_CALL_STACK_SIZE
+ * words, on which the system calls' MPU_...Impl functions run. */
 void vPortStoreTaskMPUSettings(void) {}
+
+typedef struct SYSTEM_CALL_STACK_INFO {
+    uint32_t ulSystemCallStackBuffer[64];
+    uint32_t *pulSystemCallStack;
+} xSYSTEM_CALL_STACK_INFO;
+xSYSTEM_CALL_STACK_INFO xSystemCallStackInfo;
+
+__attribute__((noinline)) void MPU_vTaskDelayImpl(uint32_t ticks)
+{
+    volatile uint8_t frame[120];
+    frame[ticks % sizeof frame] = 1u;
+    sink += frame[2];
+}
 #endif
