@@ -30,6 +30,6 @@ if [ ! -x .venv/bin/python ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stam
   echo "memplace setup: creating .venv with memplace and its dependencies"
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  .venv/bin/python -m pip install -q -e '.[dev,tvm]'
   touch "$stamp"
 fi

@@ -19,7 +19,7 @@ from memplace import options, resources
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.errors import CheckFailed, InputError, MemplaceError, ToolError
 from memplace.importers import load_workload
-from memplace.layout import DEFAULT_TIMEOUT
+from memplace.layout import DEFAULT_TIMEOUT, run_record
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.project_api.carried.server import TERMINATING
 from memplace.schema import SCHEMAS
@@ -27,6 +27,7 @@ from memplace.workload import Workload
 
 if TYPE_CHECKING:
     from memplace import workflow
+    from memplace.importers.relax import RelaxModel
     from memplace.planner.model import Plan
     from memplace.verify import Report, RunLog
     from memplace.verify.target_memory import RunMemory
@@ -401,7 +402,14 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
         "workload",
         metavar="WORKLOAD",
         type=Path,
-        help="workload file, a .tflite model, or a TVM Model Library Format archive (.tar)",
+        help="workload file, a .tflite model, or a TVM Model Library Format archive (.tar); "
+        "with --frontend tvm a Relax module (tvm.ir.save_json) or a .tflite/.onnx model",
+    )
+    parser.add_argument(
+        "--frontend",
+        choices=["tvm"],
+        help="read WORKLOAD through TVM's Relax frontends and run it with TVM's kernels "
+        "(pip install 'memplace[tvm]')",
     )
     parser.add_argument(
         "--data-root",
@@ -414,6 +422,15 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 
 def _add_project_options(parser: argparse.ArgumentParser) -> None:
     options.add_arguments(parser, "project_type", "sources", "pool_storage")
+    # Unset: exerciser, or for a Relax model (--frontend tvm) the demo that runs it.
+    parser.set_defaults(project_type=None)
+    parser.add_argument(
+        "--inputs",
+        type=Path,
+        metavar="X.npz",
+        help="with --frontend tvm: the arrays to run the model on, named as its inputs "
+        "(default: a deterministic fill)",
+    )
     parser.add_argument(
         "--standalone-crt-dir",
         type=Path,
@@ -450,8 +467,30 @@ def _add_timeout(parser: argparse.ArgumentParser) -> None:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Board, Workload]:
+    board, workload, _ = _model_inputs(args)
+    return board, workload
+
+
+def _model_inputs(args: argparse.Namespace) -> tuple[Board, Workload, RelaxModel | None]:
+    """The board, the workload and, with --frontend tvm, the Relax model it was read from."""
     board = load_board(args.board)
-    return board, load_workload(args.workload, args.data_root, board)
+    inputs = getattr(args, "inputs", None)
+    if args.frontend != "tvm":
+        if inputs is not None:
+            raise InputError("--inputs feeds a model read with --frontend tvm", key="--inputs")
+        return board, load_workload(args.workload, args.data_root, board), None
+    from memplace.importers.relax import read_relax  # TVM loads only when used
+
+    model = read_relax(args.workload)
+    if inputs is not None:
+        model = model.with_inputs(inputs)
+    return board, model.workload(board), model
+
+
+def _project_type(args: argparse.Namespace, model: RelaxModel | None) -> str:
+    if args.project_type is not None:
+        return str(args.project_type)
+    return "aot_standalone_demo" if model is not None else "exerciser"
 
 
 def _boards(args: argparse.Namespace) -> int:
@@ -555,17 +594,18 @@ def _tflm(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     from memplace import workflow
 
-    board, workload = _inputs(args)
+    board, workload, model = _model_inputs(args)
     result = workflow.generate(
         board,
         workload,
         args.out,
-        args.project_type,
+        _project_type(args, model),
         args.algorithm,
         force=args.force,
         sources=args.sources,
         pool_storage=args.pool_storage,
         standalone_crt=args.standalone_crt_dir,
+        model=model,
     )
     print(pool_table(result))
     print(f"wrote {args.out}")
@@ -647,21 +687,49 @@ def _check(args: argparse.Namespace) -> int:
     from memplace import workflow
     from memplace.verify import load_hints, write_reports
 
-    board, workload = _inputs(args)
+    board, workload, model = _model_inputs(args)
+    project_type = _project_type(args, model)
     result = workflow.check(
         board,
         workload,
         args.out,
-        args.project_type,
+        project_type,
         args.algorithm,
         args.timeout,
         sources=args.sources,
         stack_hints=load_hints(args.stack_hints),
         pool_storage=args.pool_storage,
         standalone_crt=args.standalone_crt_dir,
+        model=model,
     )
     write_reports(result.report, junit=args.junit, sarif=args.sarif)
-    return _print_check(result, args.json)
+    if model is None or project_type != "aot_standalone_demo" or result.run is None:
+        return _print_check(result, args.json)
+    return _print_model_check(result, model, args.out, args.json)
+
+
+def _print_model_check(
+    result: workflow.CheckResult, model: RelaxModel, out: Path, as_json: bool
+) -> int:
+    """The check's report with the model's inputs (how each was filled) and every output
+    the run printed."""
+    from memplace.codegen.relax import inputs_report, read_outputs
+
+    record = json.loads(run_record(out).read_text(encoding="utf-8"))
+    outputs = read_outputs(str(record["output"]), model)
+    inputs = inputs_report(model)
+    if as_json:
+        data = {**result.report.to_json(), "inputs": inputs, "outputs": outputs}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        print(pool_table(result.plan))
+        print(run_summary(result.run) if result.run is not None else "")
+        for tensor in inputs:
+            print(f"input {tensor['name']} {tensor['dtype']} {tensor['shape']}: {tensor['from']}")
+        for tensor in outputs:
+            print(f"output {tensor['name']} {tensor['dtype']} {tensor['shape']}: {tensor['values']}")
+        print(result.report.table())
+    return 0 if result.report.ok else CheckFailed.exit_code
 
 
 def _flash(args: argparse.Namespace) -> int:

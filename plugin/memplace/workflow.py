@@ -20,6 +20,7 @@ from memplace.codegen import STANDALONE, RenderOptions, render
 from memplace.codegen.context import image_holders, shared_image_memories
 from memplace.errors import InputError, PlanningError, ToolError
 from memplace.importers.mlf import ModelArchive, is_mlf, read_mlf
+from memplace.importers.relax import RelaxModel
 from memplace.layout import DEFAULT_TIMEOUT, build_dir, run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
@@ -48,6 +49,7 @@ def generate(
     sources: Path | None = None,
     pool_storage: str = "generated",
     standalone_crt: Path | None = None,
+    model: RelaxModel | None = None,
 ) -> Plan:
     """Plan `workload` on `board` and write the project to `out`.
 
@@ -55,7 +57,8 @@ def generate(
     path relative to `out`, so the generated files name no absolute location. For a
     workload read from a Model Library Format archive, the model's C code goes into the
     project (`aot_standalone_demo`, `app`), with the headers of TVM's `standalone_crt`
-    folder when given."""
+    folder when given. A Relax `model` (`importers.relax`, whose workload `workload` is) goes
+    into the project with its kernels and static executor."""
     check_derived(board, workload)
     tasks = [c.name for c in board.contexts.values() if c.kind == "task"]
     if tasks and project_type == "exerciser":
@@ -74,7 +77,7 @@ def generate(
         pool_storage=pool_storage,
         tflm_arena=tflm_arena(board, workload, result),
         workload_hints=workload.stack_hints,
-        model=model_archive(workload),
+        model=model if model is not None else model_archive(workload),
         standalone_crt=crt_include(standalone_crt, out),
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
@@ -84,7 +87,7 @@ def generate(
     except InputError as exc:
         raise _located(board, exc) from exc
     files: dict[str, str | bytes] = dict(rendered)
-    if options.model is not None and options.model.path.is_file():
+    if isinstance(options.model, ModelArchive) and options.model.path.is_file():
         # Where TVM's own project templates keep the archive a project was made from.
         files[MODEL_ARCHIVE] = options.model.path.read_bytes()
     write_project(files, out, force=force)
@@ -262,6 +265,7 @@ def check(
     stack_hints: StackHints | None = None,
     pool_storage: str = "generated",
     standalone_crt: Path | None = None,
+    model: RelaxModel | None = None,
 ) -> CheckResult:
     """Everything, for CI: generate, build, run where QEMU can, verify (with `stack_hints`
     bounding what the call graph alone cannot). The folder is held throughout, so two
@@ -276,6 +280,7 @@ def check(
             sources=sources,
             pool_storage=pool_storage,
             standalone_crt=standalone_crt,
+            model=model,
         )
         build(out)
         log = run(out, timeout) if board.qemu_machine else None

@@ -18,6 +18,8 @@ import yaml
 from memplace import resources
 from memplace.board import Board
 from memplace.codegen.context import RenderOptions, project_context
+from memplace.codegen.relax import check_relax, relax_context
+from memplace.codegen.relax import model_files as relax_files
 from memplace.codegen.server import Describe, server_files
 from memplace.codegen.tvm import (
     DEMO,
@@ -29,6 +31,7 @@ from memplace.codegen.tvm import (
 )
 from memplace.errors import InputError
 from memplace.hints import StackHints
+from memplace.importers.relax import RelaxModel
 from memplace.layout import HINTS_DIR, MANIFEST, POOL_STORAGE, PROJECT_VERSION, fnv1a
 from memplace.planner.model import Plan
 from memplace.source import suggest
@@ -105,11 +108,17 @@ def render(
         raise InputError(
             "an app project needs --sources DIR with the application's C files", key="--sources"
         )
-    check_model(board, project_type, options.model)
+    if isinstance(options.model, RelaxModel):
+        check_relax(board, project_type, options.model)
+    else:
+        check_model(board, project_type, options.model)
     env = _environment()
     context = project_context(board, plan, options, dict(users or {}))
     model = options.model if project_type in MODEL_TYPES else None
-    context["tvm"] = None if model is None else tvm_context(model, options.standalone_crt)
+    if isinstance(model, RelaxModel):
+        context["tvm"] = relax_context(model)
+    else:
+        context["tvm"] = None if model is None else tvm_context(model, options.standalone_crt)
     if model is not None:
         context["cores"][0]["sources"] += context["tvm"]["sources"]
         if project_type == DEMO:
@@ -132,7 +141,9 @@ def render(
     files["memplace/include/memplace_runtime.h"] = _render(env, "memplace_runtime.h", context)
     files[f"memplace/src/{name}_pools.c"] = _render(env, "pools.c", context)
     files.update(PROJECT_TYPES[project_type](env, context))
-    if model is not None:
+    if isinstance(model, RelaxModel):
+        files.update(relax_files(env, context, model))
+    elif model is not None:
         files.update(model_files(env, context, model, options.standalone_crt is not None))
     if project_type in STANDALONE:
         files["CMakeLists.txt"] = _render(env, "CMakeLists.txt", context)

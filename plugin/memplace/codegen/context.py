@@ -27,6 +27,7 @@ from memplace.board import (
 from memplace.errors import InputError
 from memplace.hints import StackHints
 from memplace.importers.mlf import ModelArchive
+from memplace.importers.relax import RelaxModel
 from memplace.layout import fnv1a, thread_function
 from memplace.planner.arena import Arena, user_core
 from memplace.planner.arena import arenas as plan_arenas
@@ -72,9 +73,10 @@ class RenderOptions:
     tflm_arena: tuple[str, int, str] | None = None  # pool, bytes, a warning or ""
     # The workload file's `stack_hints:`, kept in the project beside the board's.
     workload_hints: tuple[StackHints, ...] = ()
-    # A TVM model (Model Library Format) whose C code the project compiles (codegen.tvm),
-    # and the include folder of TVM's standalone CRT, relative to the project.
-    model: ModelArchive | None = None
+    # A TVM model (Model Library Format, codegen.tvm; or Relax, codegen.relax) whose C code
+    # the project compiles, and the include folder of TVM's standalone CRT, relative to the
+    # project.
+    model: ModelArchive | RelaxModel | None = None
     standalone_crt: str | None = None
     # Bytes each image takes of each memory several images share (memory -> core -> bytes),
     # measured from a build: each image gets a range of that memory sized so

@@ -79,6 +79,7 @@ def tvm_context(model: ModelArchive, crt_include: str | None) -> dict[str, Any]:
         "workspace_buffer": WORKSPACE,
         "includes": includes,
         "sources": [f"tvm/{name}" for name in model.sources] + [BACKEND],
+        "quiet_sources": [],
         "printed_bytes": PRINTED_BYTES,
     }
 
