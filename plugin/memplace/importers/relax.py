@@ -1,7 +1,7 @@
 """TVM as installed today: a Relax IRModule (`apache-tvm`, 0.25 and later) as a workload.
 
 A model comes in as an IRModule and its parameters (`from_relax`, for Python), a module
-saved with `tvm.ir.save_json`, or a `.tflite` / `.onnx` file read through TVM's Relax
+saved with `tvm.ir.save_json` or as TVMScript text (`module.script()`), or a `.tflite` / `.onnx` file read through TVM's Relax
 frontends (`read_relax`: what `--frontend tvm` reads). It is lowered with TVM's own passes
 (LegalizeOps, FuseOps, FuseTIR, CallTIRRewrite, ...), after which the entry function
 `main` is a list of kernel calls in destination-passing style: each tensor Relax would
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 INSTALL = "pip install 'memplace[tvm]'  (TVM's wheel, apache-tvm)"
-SUFFIXES = (".json", ".tflite", ".onnx")
+SUFFIXES = (".json", ".py", ".tflite", ".onnx")
 KEY = "MODEL"
 # Alignment of every tensor and of each workspace request (TVM's CRT aligned to 16).
 ALIGN = 16
@@ -282,8 +282,9 @@ def require_tvm() -> ModuleType:
 
 
 def read_relax(path: Path, scopes: Mapping[str, str | Sequence[str]] | None = None) -> RelaxModel:
-    """The model at `path`: a module saved with `tvm.ir.save_json` (`.json`), or a
-    `.tflite` / `.onnx` model read through TVM's Relax frontend."""
+    """The model at `path`: a module saved with `tvm.ir.save_json` (`.json`) or written as
+    TVMScript (`.py`, what `module.script()` prints), or a `.tflite` / `.onnx` model read
+    through TVM's Relax frontend."""
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise InputError(
@@ -299,11 +300,24 @@ def read_relax(path: Path, scopes: Mapping[str, str | Sequence[str]] | None = No
             raise InputError(f"{path}: not a module saved with tvm.ir.save_json ({_first_line(exc)})", key=KEY) from None
         if not isinstance(module, tvm.ir.IRModule):
             raise InputError(f"{path}: holds a {type(module).__name__}, not an IRModule", key=KEY)
+    elif suffix == ".py":
+        module = _from_script(tvm, path)
     elif suffix == ".tflite":
         module = _from_tflite(path)
     else:
         module = _from_onnx(path)
     return from_relax(module, name=_c_name(path.stem), scopes=scopes, source=str(path))
+
+
+def _from_script(tvm: Any, path: Path) -> Any:
+    """A module written as TVMScript (what `module.script()` prints)."""
+    try:
+        module = tvm.script.from_source(path.read_text(encoding="utf-8"))
+    except Exception as exc:  # TVM's parser raises its own errors
+        raise InputError(f"{path}: not a TVMScript module ({_first_line(exc)})", key=KEY) from None
+    if not isinstance(module, tvm.ir.IRModule):
+        raise InputError(f"{path}: holds a {type(module).__name__}, not an IRModule", key=KEY)
+    return module
 
 
 def _from_tflite(path: Path) -> Any:

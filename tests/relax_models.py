@@ -1,0 +1,64 @@
+"""Small Relax models written with TVMScript, for the tests of `--frontend tvm`: a float
+model whose tensors move between storage scopes (`R.to_vdevice`) and through a reshape,
+and TVM's own VM on the host, to compare the board's outputs with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tflite
+import tvm
+from tvm import relax
+from tvm.relax.frontend.tflite import from_tflite
+
+WEIGHTS = (np.arange(32, dtype=np.float32).reshape(8, 4) - 12.0) / 7.0
+KWS = Path(__file__).resolve().parents[2] / "shared/models/mlperf-tiny/kws_ref_model.tflite"
+
+
+SCOPED = """
+
+@I.ir_module
+class Module:
+    I.module_global_infos(
+        {"vdevice": [I.vdevice("llvm", 0, "global"), I.vdevice("llvm", 0, "SCOPE")]}
+    )
+
+    @R.function
+    def main(x: R.Tensor((2, 8), "float32"), w: R.Tensor((8, 4), "float32")) -> R.Tensor((8,), "float32"):
+        with R.dataflow():
+            a = R.matmul(x, w)
+            b = R.to_vdevice(a, "llvm:1")
+            d = R.reshape(b, (8,))
+            e = R.nn.softmax(d)
+            R.output(e)
+        return e
+"""
+
+
+def scoped_module(scope: str = "global.sram_ws") -> Any:
+    """x @ w, copied to a VDevice of memory scope `scope`, reshaped to (8,) (a view),
+    softmax;
+    `w` is a parameter (bind WEIGHTS)."""
+    module = tvm.script.from_source(SCOPED.replace("SCOPE", scope))
+    assert isinstance(module, tvm.ir.IRModule)
+    return module
+
+
+def bound(module: Any, params: dict[str, np.ndarray]) -> Any:
+    tensors = {name: tvm.runtime.tensor(value) for name, value in params.items()}
+    return relax.transform.BindParams("main", tensors)(module)
+
+
+def run_on_host(module: Any, *inputs: np.ndarray) -> list[np.ndarray]:
+    """The outputs of TVM's own VM on the host (`tvm.compile(mod, target="llvm")`)."""
+    executable = tvm.compile(module, target="llvm")
+    machine = relax.VirtualMachine(executable, [tvm.cpu(), tvm.cpu()])
+    result = machine["main"](*(tvm.runtime.tensor(x) for x in inputs))
+    results = list(result) if isinstance(result, (list, tuple)) else [result]
+    return [item.numpy() for item in results]
+
+
+def tflite_module(path: Path) -> Any:
+    return from_tflite(tflite.Model.GetRootAsModel(path.read_bytes(), 0))

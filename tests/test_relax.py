@@ -1,0 +1,142 @@
+"""Relax models (`--frontend tvm`, `importers.relax`): what TVM's lowering gives memplace to
+plan, and what is refused. The runs under QEMU are in test_relax_run.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tvm
+
+from conftest import cli_error, run_cli
+from memplace.board import load_board
+from memplace.errors import InputError
+from memplace.importers.relax import from_relax, read_relax
+from memplace.planner import plan
+from relax_models import KWS, WEIGHTS, scoped_module
+
+BOARD = "qemu-mps3-an547"
+
+
+def _saved(tmp_path: Path, scope: str = "global.sram_ws") -> Path:
+    """The scoped model as TVMScript, `w` an input (tvm.ir.save_json of any Relax function
+    crashes TVM 0.27.0.post1's wheel with a segmentation fault)."""
+    path = tmp_path / "scoped.py"
+    path.write_text(scoped_module(scope).script())
+    return path
+
+
+def test_every_tensor_relax_would_allocate_is_a_buffer_live_from_its_first_to_last_kernel() -> None:
+    model = from_relax(scoped_module(), {"w": WEIGHTS}, name="scoped")
+    assert [step.name for step in model.steps] == ["0:matmul", "1:to_vdevice_b", "2:softmax_llvm"]
+    assert [(s.name, s.size, s.scope, s.first, s.last) for s in model.storages] == [
+        ("alloc", 32, "global", 0, 1),
+        ("b", 32, "global.sram_ws", 1, 2),
+    ]
+    # The reshape is a view: the softmax reads b's bytes as a tensor of shape (8,).
+    softmax = model.steps[2]
+    assert (softmax.args[0].buffer, softmax.args[0].shape) == ("b", (8,))
+    assert [(t.buffer, t.dtype, t.shape) for t in model.inputs] == [("x", "float32", (2, 8))]
+    assert [(t.buffer, t.shape) for t in model.outputs] == [("output", (8,))]
+    (weights,) = model.constants
+    assert weights.data == WEIGHTS.tobytes()
+
+
+def test_storage_scopes_become_pools_and_candidate_pools() -> None:
+    board = load_board(BOARD)
+    pinned = from_relax(scoped_module("global.sram_ws"), {"w": WEIGHTS}).workload(board)
+    assert pinned.buffer("b").scope == "global.sram_ws"
+    assert pinned.buffer("alloc").scope == "global.workspace"
+    assert pinned.buffer("const_0").kind == "constant"
+    result = plan(board, pinned)
+    assert result.placement("b").pool == "sram_ws"
+    assert result.placement("alloc").pool == "dtcm_ws"  # global: the fastest pool
+    # A memory's name: any workspace pool in that memory.
+    in_ddr = from_relax(scoped_module("global.ddr"), {"w": WEIGHTS}).workload(board)
+    assert in_ddr.buffer("b").pools == ("ddr_ws",)
+    assert plan(board, in_ddr).placement("b").pool == "ddr_ws"
+    # Any other VDevice scope: mapped by the caller to a pool or candidate pools.
+    mapped = from_relax(
+        scoped_module("fast"), {"w": WEIGHTS}, scopes={"fast": ["sram_ws", "ddr_ws"]}
+    ).workload(board)
+    assert mapped.buffer("b").pools == ("sram_ws", "ddr_ws")
+
+
+def test_a_scope_naming_nothing_of_the_board_is_refused() -> None:
+    model = from_relax(scoped_module("texture"), {"w": WEIGHTS})
+    with pytest.raises(InputError, match="storage scope 'texture', which names no pool or memory"):
+        model.workload(load_board(BOARD))
+
+
+def test_plan_explains_a_saved_module(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "plan", BOARD, _saved(tmp_path), "--frontend", "tvm", "--explain")
+    assert code == 0, err
+    assert "b" in out and "sram_ws" in out
+    code, out, _ = run_cli(capsys, "plan", BOARD, _saved(tmp_path), "--frontend", "tvm", "--json")
+    placements = {p["name"]: p for p in json.loads(out)["placements"]}
+    assert placements["b"]["pool"] == "sram_ws"
+    assert placements["b"]["first"] == 1 and placements["b"]["last"] == 2
+
+
+def test_a_tflite_model_is_lowered_fused_with_its_kernels_workspace_as_dynamic_buffers() -> None:
+    model = read_relax(KWS)
+    assert len(model.steps) == 14
+    assert all(step.symbol.startswith("__tvm_ffi_") for step in model.steps)
+    assert model.tvm_plan_bytes == 98072  # Relax's StaticPlanBlockMemory, on this model
+    assert model.workspace > 0  # the fused convolutions take workspace from TVM's backend
+    workload = model.workload(load_board(BOARD))
+    dynamic = [b for b in workload.buffers if b.dynamic]
+    assert dynamic and all(b.first == b.last for b in dynamic)
+    assert "TVMBackendAllocWorkspace" in model.kernels_c
+    assert set(model.headers) >= {"tvm/ffi/c_api.h", "tvm/runtime/c_backend_api.h", "dlpack/dlpack.h"}
+
+
+@pytest.mark.parametrize(
+    ("arrays", "message"),
+    [
+        ({"y": np.zeros((2, 8), np.float32)}, "holds arrays y; the model's inputs are x, w"),
+        ({"x": np.zeros((2, 8), np.int8), "w": WEIGHTS}, "array x is int8 (2, 8); the input is float32 (2, 8)"),
+        ({"x": np.zeros((8, 2), np.float32), "w": WEIGHTS}, "array x is float32 (8, 2); the input is float32 (2, 8)"),
+    ],
+)
+def test_inputs_that_do_not_match_the_model_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arrays: dict[str, Any], message: str
+) -> None:
+    inputs = tmp_path / "x.npz"
+    np.savez(inputs, **arrays)
+    out = tmp_path / "p"
+    error = cli_error(capsys, "generate", BOARD, _saved(tmp_path), "--frontend", "tvm", "--inputs", inputs, "--out", out)
+    assert message in error
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "extra", "message"),
+    [
+        ("m.pb", "x", (), "--frontend tvm reads .json, .py, .tflite, .onnx models, not 'm.pb'"),
+        ("m.py", "import os", (), "not a TVMScript module"),
+        ("m.json", "{", (), "not a module saved with tvm.ir.save_json"),
+        ("m.tflite", "not a flatbuffer", (), "TVM's TFLite frontend cannot read it"),
+        ("w.yaml", "memplace: workload/v1", ("--inputs", "x.npz"), "--inputs feeds a model read with --frontend tvm"),
+    ],
+)
+def test_models_memplace_cannot_read_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, extra: tuple[str, ...], message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    frontend = () if extra else ("--frontend", "tvm")
+    error = cli_error(capsys, "generate", BOARD, path, *frontend, *extra, "--out", tmp_path / "p")
+    assert message in error
+
+
+def test_without_tvm_the_command_says_how_to_install_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "tvm", None)  # what `import tvm` finds uninstalled
+    error = cli_error(capsys, "plan", BOARD, KWS, "--frontend", "tvm", code=3)
+    assert "pip install 'memplace[tvm]'" in error
