@@ -19,6 +19,7 @@ from memplace import options, resources
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.errors import CheckFailed, InputError, MemplaceError, ToolError
 from memplace.importers import load_workload
+from memplace.importers.mlf import is_mlf
 from memplace.layout import DEFAULT_TIMEOUT, run_record
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.project_api.carried.server import TERMINATING
@@ -488,9 +489,13 @@ def _model_inputs(args: argparse.Namespace) -> tuple[Board, Workload, RelaxModel
 
 
 def _project_type(args: argparse.Namespace, model: RelaxModel | None) -> str:
+    """--project-type, else for a model (Relax, or a Model Library Format archive) the
+    demo that runs it, else the exerciser."""
     if args.project_type is not None:
         return str(args.project_type)
-    return "aot_standalone_demo" if model is not None else "exerciser"
+    if model is not None or is_mlf(args.workload):
+        return "aot_standalone_demo"
+    return "exerciser"
 
 
 def _boards(args: argparse.Namespace) -> int:

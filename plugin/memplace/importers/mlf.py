@@ -152,7 +152,7 @@ def read_mlf(path: Path) -> ModelArchive:
 # The members memplace reads, by their path in the archive.
 _WANTED = re.compile(
     r"^(metadata\.json|codegen/host/(src|include|lib)/[^/]+|src/[^/]+|"
-    r"runtime/include/(tvm/runtime|dlpack)/[^/]+\.h)$"
+    r"runtime/include/(tvm/runtime|dlpack)/([^/]+/)*[^/]+\.h)$"
 )
 
 
@@ -268,6 +268,7 @@ class _Reader:
         }
         prefix = f"tvmgen_{_c_name(model)}"
         header = headers.get(f"codegen/host/include/{prefix}.h", "")
+        self._check_run_defined(header, prefix, sources)
         pools = _pools(header, prefix, self)
         inputs, outputs = self._tensors(main, header, prefix, model)
         workspace = _integer(main.get("workspace_size_bytes", 0), "workspace_size_bytes", self)
@@ -283,6 +284,24 @@ class _Reader:
             sources=sources,
             headers=headers,
             runtime_headers=runtime,
+        )
+
+    def _check_run_defined(self, header: str, prefix: str, sources: Mapping[str, str]) -> None:
+        """The run function the C interface header declares is defined by the C code: an
+        archive whose header and code disagree would only fail at link time."""
+        if not re.search(rf"\b{prefix}_run\s*\(", header):
+            return
+        defined = re.compile(rf"\b{prefix}_run\s*\([^;{{)]*\)\s*\{{")
+        if any(defined.search(text) for text in sources.values()):
+            return
+        found = sorted(
+            {name for text in sources.values() for name in re.findall(rf"\b({prefix}_run\w+)\s*\(", text)}
+        )
+        others = f" (it defines {', '.join(found)})" if found else ""
+        raise self.error(
+            f"codegen/host/include/{prefix}.h declares {prefix}_run, but no C file in "
+            f"codegen/host/src defines it{others}: the header and the code come from "
+            "different builds"
         )
 
     def _metadata(self) -> dict[str, Any]:

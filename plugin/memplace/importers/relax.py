@@ -391,11 +391,14 @@ def from_relax(
 
 
 def _lower(tvm: Any, relax: Any, module: Any, source: str) -> Any:
+    """TVM's own lowering, up to the calls of kernels in destination-passing style. No
+    FoldConstant: it would turn a quantized model's int8 weights into float32 constants
+    four times their size (ad01's 270 KB into 1 MB); dequantized by a kernel instead, they
+    stay int8 in the constant pools and are float only while a step needs them."""
     passes = [
         relax.transform.RealizeVDevice(),
         relax.transform.LegalizeOps(),
         relax.transform.AnnotateTIROpPattern(),
-        relax.transform.FoldConstant(),
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
         relax.transform.DeadCodeElimination(),

@@ -24,6 +24,7 @@ from memplace.build import build
 from memplace.codegen.server import SCRIPT as SERVER_SCRIPT
 from memplace.errors import InputError, MemplaceError
 from memplace.importers import load_workload
+from memplace.importers.mlf import is_mlf
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
 from memplace.project_api.carried.build import (
@@ -125,8 +126,18 @@ class MemplaceHandler(TransportMethods):
         An archive's C code is built with the headers of TVM's standalone CRT folder, and
         the project keeps it as `model.tar`. Build settings among the options (TVM's
         `compile_definitions`, `warning_as_error`, `cmsis_path`) stay with the project."""
+        given_type = options.get("project_type")
         options = check_options(self.options, "generate_project", options)
         source = model_library_format_path
+        if given_type is None and source.exists() and is_mlf(source):
+            # TVM's own templates require it: left to the default, the exerciser would be
+            # built, without the model.
+            raise InputError(
+                f"{source} is a Model Library Format archive: say what the project does with "
+                "it, option project_type: aot_standalone_demo (runs the model), app (your "
+                "sources call it) or exerciser (exercises its buffers, without its code)",
+                key="project_type",
+            )
         if options["project_type"] == "host_driven":
             raise InputError(host_driven(), key="project_type")
         if project_dir.exists():

@@ -1,0 +1,120 @@
+"""TVM's Relax models on the board: for each MLPerf Tiny model, the bytes of the tensors
+Relax allocates as TVM's own static plan (StaticPlanBlockMemory) packs them, as memplace
+plans them, and their lower bound (most bytes live at one step), and whether the outputs
+of the model run under QEMU (`memplace check BOARD MODEL --frontend tvm`) equal those of
+TVM's VM on the host on the same inputs.
+
+    .venv/bin/python benchmarks/tvm_relax.py [--models DIR] [--markdown FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import tflite
+import tvm
+from tvm import relax
+from tvm.relax.frontend.tflite import from_tflite
+
+from memplace.board import load_board
+from memplace.cli import main as memplace
+from memplace.importers.relax import RelaxModel, read_relax
+from memplace.planner import plan
+from memplace.workload import Workload, WorkloadBuilder
+
+BOARD = "qemu-mps3-an547"
+MODELS = Path(__file__).resolve().parents[2] / "shared/models/mlperf-tiny"
+# The one pool the storages alone are planned in (1 MiB of SRAM on the board).
+POOL = "sram_ws"
+
+
+def storages_only(model: RelaxModel) -> Workload:
+    """The tensors Relax would allocate, and nothing else: what TVM's plan packs."""
+    builder = WorkloadBuilder(model.name, steps=[step.name for step in model.steps])
+    for storage in model.storages:
+        builder.buffer(storage.name, storage.size, [storage.first, storage.last], scope=f"global.{POOL}")
+    return builder.build()
+
+
+def filled(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """The demo's fill (codegen.relax.FILL)."""
+    count = int(np.prod(shape))
+    if dtype == "float32":
+        return (0.5 + 0.25 * (np.arange(count) % 8)).astype(np.float32).reshape(shape)
+    data = ((np.arange(count * np.dtype(dtype).itemsize) * 13 + 7) % 256).astype(np.uint8)
+    return data.view(dtype).reshape(shape)
+
+
+def host_outputs(path: Path, model: RelaxModel) -> list[np.ndarray]:
+    module = from_tflite(tflite.Model.GetRootAsModel(path.read_bytes(), 0))
+    machine = relax.VirtualMachine(tvm.compile(module, target="llvm"), tvm.cpu())
+    inputs = [tvm.runtime.tensor(filled(t.shape, t.dtype)) for t in model.inputs]
+    result = machine["main"](*inputs)
+    return [item.numpy() for item in (result if isinstance(result, (list, tuple)) else [result])]
+
+
+def measure(path: Path, folder: Path) -> dict[str, object]:
+    board = load_board(BOARD)
+    model = read_relax(path)
+    planned = plan(board, storages_only(model))
+    usage = next(pool for pool in planned.pools if pool.name == POOL)
+    out = folder / model.name
+    import contextlib
+    import io
+
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = memplace(["check", BOARD, str(path), "--frontend", "tvm", "--out", str(out), "--json"])
+    report = json.loads(stdout.getvalue()) if code in (0, 1) else {"ok": False, "outputs": []}
+    expected = host_outputs(path, model)
+    got = [np.array(o["values"]) for o in report.get("outputs", [])]
+    differences = [int(np.abs(g - e.reshape(-1).astype(np.int64)).max()) for g, e in zip(got, expected, strict=False)] if got else [None]
+    return {
+        "model": model.name,
+        "steps": len(model.steps),
+        "tvm": model.tvm_plan_bytes,
+        "memplace": usage.used,
+        "bound": usage.lower_bound,
+        "workspace": model.workspace,
+        "check": code,
+        "ok": report.get("ok"),
+        "equal": bool(got) and all(d == 0 for d in differences),
+        "difference": max((d for d in differences if d is not None), default=None),
+    }
+
+
+def markdown(rows: list[dict[str, object]]) -> str:
+    lines = [
+        "| model | steps | TVM's static plan | memplace | lower bound | kernel workspace (arena) | check on qemu-mps3-an547 | outputs = TVM's VM |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for row in rows:
+        same = "yes" if row["equal"] else f"within {row['difference']} (int8 LSB)"
+        lines.append(
+            f"| {row['model']} | {row['steps']} | {row['tvm']} | {row['memplace']} | {row['bound']} | "
+            f"{row['workspace']} | {'passed' if row['check'] == 0 else 'exit ' + str(row['check'])} | {same} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, default=MODELS)
+    parser.add_argument("--markdown", type=Path)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        rows = [measure(path, Path(folder)) for path in sorted(args.models.glob("*.tflite"))]
+    table = markdown(rows)
+    sys.stdout.write(table)
+    if args.markdown is not None:
+        args.markdown.write_text(table, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
