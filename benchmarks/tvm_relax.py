@@ -37,7 +37,9 @@ def storages_only(model: RelaxModel) -> Workload:
     """The tensors Relax would allocate, and nothing else: what TVM's plan packs."""
     builder = WorkloadBuilder(model.name, steps=[step.name for step in model.steps])
     for storage in model.storages:
-        builder.buffer(storage.name, storage.size, [storage.first, storage.last], scope=f"global.{POOL}")
+        builder.buffer(
+            storage.name, storage.size, [storage.first, storage.last], scope=f"global.{POOL}"
+        )
     return builder.build()
 
 
@@ -69,11 +71,20 @@ def measure(path: Path, folder: Path) -> dict[str, object]:
 
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        code = memplace(["check", BOARD, str(path), "--frontend", "tvm", "--out", str(out), "--json"])
+        code = memplace(
+            ["check", BOARD, str(path), "--frontend", "tvm", "--out", str(out), "--json"]
+        )
     report = json.loads(stdout.getvalue()) if code in (0, 1) else {"ok": False, "outputs": []}
     expected = host_outputs(path, model)
     got = [np.array(o["values"]) for o in report.get("outputs", [])]
-    differences = [int(np.abs(g - e.reshape(-1).astype(np.int64)).max()) for g, e in zip(got, expected, strict=False)] if got else [None]
+    differences = (
+        [
+            int(np.abs(g - e.reshape(-1).astype(np.int64)).max())
+            for g, e in zip(got, expected, strict=False)
+        ]
+        if got
+        else [None]
+    )
     return {
         "model": model.name,
         "steps": len(model.steps),
@@ -90,14 +101,16 @@ def measure(path: Path, folder: Path) -> dict[str, object]:
 
 def markdown(rows: list[dict[str, object]]) -> str:
     lines = [
-        "| model | steps | TVM's static plan | memplace | lower bound | kernel workspace (arena) | check on qemu-mps3-an547 | outputs = TVM's VM |",
+        "| model | steps | TVM's static plan | memplace | lower bound | kernel workspace "
+        "(arena) | check on qemu-mps3-an547 | outputs = TVM's VM |",
         "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in rows:
         same = "yes" if row["equal"] else f"within {row['difference']} (int8 LSB)"
+        checked = "passed" if row["check"] == 0 else f"exit {row['check']}"
         lines.append(
-            f"| {row['model']} | {row['steps']} | {row['tvm']} | {row['memplace']} | {row['bound']} | "
-            f"{row['workspace']} | {'passed' if row['check'] == 0 else 'exit ' + str(row['check'])} | {same} |"
+            f"| {row['model']} | {row['steps']} | {row['tvm']} | {row['memplace']} | "
+            f"{row['bound']} | {row['workspace']} | {checked} | {same} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -26,7 +26,9 @@ class Module:
     )
 
     @R.function
-    def main(x: R.Tensor((2, 8), "float32"), w: R.Tensor((8, 4), "float32")) -> R.Tensor((8,), "float32"):
+    def main(
+        x: R.Tensor((2, 8), "float32"), w: R.Tensor((8, 4), "float32")
+    ) -> R.Tensor((8,), "float32"):
         with R.dataflow():
             a = R.matmul(x, w)
             b = R.to_vdevice(a, "llvm:1")

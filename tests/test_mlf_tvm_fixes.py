@@ -58,7 +58,10 @@ def test_an_archives_crt_headers_in_subfolders_build_its_code(
     lib0 = str(members["./codegen/host/src/default_lib0.c"])
     members["./codegen/host/src/default_lib0.c"] = (
         '#include "tvm/runtime/crt/error_codes.h"\n'
-        + lib0.replace("return tvmgen_default___tvm_main__", "return kTvmErrorNoError + tvmgen_default___tvm_main__")
+        + lib0.replace(
+            "return tvmgen_default___tvm_main__",
+            "return kTvmErrorNoError + tvmgen_default___tvm_main__",
+        )
     )
     archive = write_archive(tmp_path / "model.tar", members)
     out = tmp_path / "p"

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import tvm
 
 from conftest import cli_error, run_cli
 from memplace.board import load_board
@@ -73,7 +72,9 @@ def test_a_scope_naming_nothing_of_the_board_is_refused() -> None:
 
 
 def test_plan_explains_a_saved_module(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "plan", BOARD, _saved(tmp_path), "--frontend", "tvm", "--explain")
+    code, out, err = run_cli(
+        capsys, "plan", BOARD, _saved(tmp_path), "--frontend", "tvm", "--explain"
+    )
     assert code == 0, err
     assert "b" in out and "sram_ws" in out
     code, out, _ = run_cli(capsys, "plan", BOARD, _saved(tmp_path), "--frontend", "tvm", "--json")
@@ -94,15 +95,25 @@ def test_a_tflite_model_is_lowered_fused_with_its_kernels_workspace_as_dynamic_b
     dynamic = [b for b in workload.buffers if b.dynamic]
     assert dynamic and all(b.first == b.last for b in dynamic)
     assert "TVMBackendAllocWorkspace" in model.kernels_c
-    assert set(model.headers) >= {"tvm/ffi/c_api.h", "tvm/runtime/c_backend_api.h", "dlpack/dlpack.h"}
+    assert set(model.headers) >= {
+        "tvm/ffi/c_api.h",
+        "tvm/runtime/c_backend_api.h",
+        "dlpack/dlpack.h",
+    }
 
 
 @pytest.mark.parametrize(
     ("arrays", "message"),
     [
         ({"y": np.zeros((2, 8), np.float32)}, "holds arrays y; the model's inputs are x, w"),
-        ({"x": np.zeros((2, 8), np.int8), "w": WEIGHTS}, "array x is int8 (2, 8); the input is float32 (2, 8)"),
-        ({"x": np.zeros((8, 2), np.float32), "w": WEIGHTS}, "array x is float32 (8, 2); the input is float32 (2, 8)"),
+        (
+            {"x": np.zeros((2, 8), np.int8), "w": WEIGHTS},
+            "array x is int8 (2, 8); the input is float32 (2, 8)",
+        ),
+        (
+            {"x": np.zeros((8, 2), np.float32), "w": WEIGHTS},
+            "array x is float32 (8, 2); the input is float32 (2, 8)",
+        ),
     ],
 )
 def test_inputs_that_do_not_match_the_model_are_refused(
@@ -111,7 +122,18 @@ def test_inputs_that_do_not_match_the_model_are_refused(
     inputs = tmp_path / "x.npz"
     np.savez(inputs, **arrays)
     out = tmp_path / "p"
-    error = cli_error(capsys, "generate", BOARD, _saved(tmp_path), "--frontend", "tvm", "--inputs", inputs, "--out", out)
+    error = cli_error(
+        capsys,
+        "generate",
+        BOARD,
+        _saved(tmp_path),
+        "--frontend",
+        "tvm",
+        "--inputs",
+        inputs,
+        "--out",
+        out,
+    )
     assert message in error
     assert not out.exists()
 
@@ -123,11 +145,21 @@ def test_inputs_that_do_not_match_the_model_are_refused(
         ("m.py", "import os", (), "not a TVMScript module"),
         ("m.json", "{", (), "not a module saved with tvm.ir.save_json"),
         ("m.tflite", "not a flatbuffer", (), "TVM's TFLite frontend cannot read it"),
-        ("w.yaml", "memplace: workload/v1", ("--inputs", "x.npz"), "--inputs feeds a model read with --frontend tvm"),
+        (
+            "w.yaml",
+            "memplace: workload/v1",
+            ("--inputs", "x.npz"),
+            "--inputs feeds a model read with --frontend tvm",
+        ),
     ],
 )
 def test_models_memplace_cannot_read_are_refused_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, extra: tuple[str, ...], message: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    text: str,
+    extra: tuple[str, ...],
+    message: str,
 ) -> None:
     path = tmp_path / name
     path.write_text(text)

@@ -55,7 +55,9 @@ def test_kws_runs_on_the_users_inputs_bit_identical_to_tvms_vm(
     plan = Project.load(out).plan
     assert plan.placement("alloc1").pool == "dtcm_ws"
     assert any(p.dynamic for p in plan.placements)
-    assert "malloc" not in (out / "build/cpu0.map").read_text().split("Discarded input sections")[-1]
+    assert (
+        "malloc" not in (out / "build/cpu0.map").read_text().split("Discarded input sections")[-1]
+    )
 
 
 def test_without_inputs_the_model_runs_on_a_fill_it_names(

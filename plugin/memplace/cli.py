@@ -732,7 +732,9 @@ def _print_model_check(
         for tensor in inputs:
             print(f"input {tensor['name']} {tensor['dtype']} {tensor['shape']}: {tensor['from']}")
         for tensor in outputs:
-            print(f"output {tensor['name']} {tensor['dtype']} {tensor['shape']}: {tensor['values']}")
+            print(
+                f"output {tensor['name']} {tensor['dtype']} {tensor['shape']}: {tensor['values']}"
+            )
         print(result.report.table())
     return 0 if result.report.ok else CheckFailed.exit_code
 

@@ -151,13 +151,18 @@ def read_outputs(console: str, model: RelaxModel) -> list[dict[str, Any]]:
             data += bytes.fromhex(text)
     result = []
     for tensor in model.outputs:
-        data = printed.get(tensor.buffer)
+        got = printed.get(tensor.buffer)
         values = None
-        if data is not None and len(data) == nbytes(tensor.dtype, tensor.shape):
-            values = numpy.frombuffer(bytes(data), dtype=numpy.dtype(tensor.dtype).newbyteorder("<"))
-            values = values.tolist()
+        if got is not None and len(got) == nbytes(tensor.dtype, tensor.shape):
+            little = numpy.dtype(tensor.dtype).newbyteorder("<")
+            values = numpy.frombuffer(bytes(got), dtype=little).tolist()
         result.append(
-            {"name": tensor.buffer, "dtype": tensor.dtype, "shape": list(tensor.shape), "values": values}
+            {
+                "name": tensor.buffer,
+                "dtype": tensor.dtype,
+                "shape": list(tensor.shape),
+                "values": values,
+            }
         )
     return result
 
@@ -173,4 +178,3 @@ def inputs_report(model: RelaxModel) -> list[dict[str, Any]]:
         }
         for tensor in model.inputs
     ]
-

@@ -295,7 +295,11 @@ class _Reader:
         if any(defined.search(text) for text in sources.values()):
             return
         found = sorted(
-            {name for text in sources.values() for name in re.findall(rf"\b({prefix}_run\w+)\s*\(", text)}
+            {
+                name
+                for text in sources.values()
+                for name in re.findall(rf"\b({prefix}_run\w+)\s*\(", text)
+            }
         )
         others = f" (it defines {', '.join(found)})" if found else ""
         raise self.error(

@@ -1,8 +1,9 @@
 """TVM as installed today: a Relax IRModule (`apache-tvm`, 0.25 and later) as a workload.
 
 A model comes in as an IRModule and its parameters (`from_relax`, for Python), a module
-saved with `tvm.ir.save_json` or as TVMScript text (`module.script()`), or a `.tflite` / `.onnx` file read through TVM's Relax
-frontends (`read_relax`: what `--frontend tvm` reads). It is lowered with TVM's own passes
+saved with `tvm.ir.save_json` or as TVMScript text (`module.script()`), or a `.tflite` /
+`.onnx` file read through TVM's Relax frontends (`read_relax`: what `--frontend tvm`
+reads). It is lowered with TVM's own passes
 (LegalizeOps, FuseOps, FuseTIR, CallTIRRewrite, ...), after which the entry function
 `main` is a list of kernel calls in destination-passing style: each tensor Relax would
 allocate is an `R.builtin.alloc_tensor` with its storage scope, written by the kernel call
@@ -154,7 +155,9 @@ class RelaxModel:
             with numpy.load(path, allow_pickle=False) as archive:
                 arrays = {name: archive[name] for name in archive.files}
         except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: not a NumPy .npz archive ({_first_line(exc)})", key="--inputs") from None
+            raise InputError(
+                f"{path}: not a NumPy .npz archive ({_first_line(exc)})", key="--inputs"
+            ) from None
         wanted = [tensor.buffer for tensor in self.inputs]
         if sorted(arrays) != sorted(wanted):
             raise InputError(
@@ -242,7 +245,7 @@ class RelaxModel:
         name = scope.removeprefix("global.")
         if name in board_pools:
             return f"global.{name}", None
-        if name in memories and memories[name]:
+        if memories.get(name):
             return "global.workspace", tuple(memories[name])
         known = sorted({*board_pools, *memories, *self.scope_map})
         raise InputError(
@@ -297,7 +300,9 @@ def read_relax(path: Path, scopes: Mapping[str, str | Sequence[str]] | None = No
         try:
             module = tvm.ir.load_json(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, Exception) as exc:  # TVM raises its own error classes
-            raise InputError(f"{path}: not a module saved with tvm.ir.save_json ({_first_line(exc)})", key=KEY) from None
+            raise InputError(
+                f"{path}: not a module saved with tvm.ir.save_json ({_first_line(exc)})", key=KEY
+            ) from None
         if not isinstance(module, tvm.ir.IRModule):
             raise InputError(f"{path}: holds a {type(module).__name__}, not an IRModule", key=KEY)
     elif suffix == ".py":
@@ -322,7 +327,6 @@ def _from_script(tvm: Any, path: Path) -> Any:
 
 def _from_tflite(path: Path) -> Any:
     import tflite  # a dependency of memplace
-
     from tvm.relax.frontend.tflite import from_tflite
 
     data = path.read_bytes()
@@ -330,7 +334,9 @@ def _from_tflite(path: Path) -> Any:
         model = tflite.Model.GetRootAsModel(data, 0)
         return from_tflite(model)
     except Exception as exc:  # the flatbuffer reader and TVM raise what they like
-        raise InputError(f"{path}: TVM's TFLite frontend cannot read it: {_first_line(exc)}", key=KEY) from None
+        raise InputError(
+            f"{path}: TVM's TFLite frontend cannot read it: {_first_line(exc)}", key=KEY
+        ) from None
 
 
 def _from_onnx(path: Path) -> Any:
@@ -343,7 +349,9 @@ def _from_onnx(path: Path) -> Any:
     try:
         return from_onnx(onnx.load(str(path)), keep_params_in_input=False)
     except Exception as exc:
-        raise InputError(f"{path}: TVM's ONNX frontend cannot read it: {_first_line(exc)}", key=KEY) from None
+        raise InputError(
+            f"{path}: TVM's ONNX frontend cannot read it: {_first_line(exc)}", key=KEY
+        ) from None
 
 
 def from_relax(
@@ -359,7 +367,9 @@ def from_relax(
     tvm = require_tvm()
     from tvm import relax
 
-    if not isinstance(module, tvm.ir.IRModule) or "main" not in [g.name_hint for g in module.get_global_vars()]:
+    if not isinstance(module, tvm.ir.IRModule) or "main" not in [
+        g.name_hint for g in module.get_global_vars()
+    ]:
         raise InputError(f"{source}: a Relax model is an IRModule with a function main", key=KEY)
     if params:
         numpy = importlib.import_module("numpy")
@@ -412,14 +422,21 @@ def _lower(tvm: Any, relax: Any, module: Any, source: str) -> Any:
         with tvm.transform.PassContext(opt_level=3):
             return tvm.transform.Sequential(passes)(module)
     except Exception as exc:  # TVM's passes raise TVM's errors
-        raise InputError(f"{source}: TVM cannot lower the model: {_first_line(exc)}", key=KEY) from None
+        raise InputError(
+            f"{source}: TVM cannot lower the model: {_first_line(exc)}", key=KEY
+        ) from None
 
 
 def _kernels_c(tvm: Any, lowered: Any) -> str:
     functions = {gv: f for gv, f in lowered.functions.items() if isinstance(f, tvm.tirx.PrimFunc)}
     # Kernels a VDevice put on another target are built for the board like the rest.
-    functions = {gv: f.without_attr("target") if "target" in (f.attrs or {}) else f for gv, f in functions.items()}
-    library = tvm.tirx.build(tvm.IRModule(functions, attrs=lowered.attrs), target=tvm.target.Target("c"))
+    functions = {
+        gv: f.without_attr("target") if "target" in (f.attrs or {}) else f
+        for gv, f in functions.items()
+    }
+    library = tvm.tirx.build(
+        tvm.IRModule(functions, attrs=lowered.attrs), target=tvm.target.Target("c")
+    )
     return str(library.inspect_source())
 
 
@@ -432,7 +449,10 @@ def _tvm_plan_bytes(relax: Any, lowered: Any) -> int:
     for block in planned["main"].body.blocks:
         for binding in block.bindings:
             value = binding.value
-            if isinstance(value, tvm.ir.Call) and getattr(value.op, "name", "") == "relax.memory.alloc_storage":
+            if (
+                isinstance(value, tvm.ir.Call)
+                and getattr(value.op, "name", "") == "relax.memory.alloc_storage"
+            ):
                 total += int(value.args[0].values[0])
     return total
 
@@ -481,14 +501,16 @@ class _Walker:
         self._outputs(main.body.body)
 
     def _binding(self, binding: Any) -> None:
-        tvm, relax = self.tvm, self.relax
+        tvm = self.tvm
         value = binding.value
         var = binding.var
         if isinstance(value, tvm.ir.Var):
             self.views[var] = self._view(value)
             return
         if not isinstance(value, tvm.ir.Call):
-            raise self.error(f"memplace's executor runs calls; {var.name} binds a {type(value).__name__}")
+            raise self.error(
+                f"memplace's executor runs calls; {var.name} binds a {type(value).__name__}"
+            )
         op = value.op
         if isinstance(op, tvm.ir.GlobalVar):
             args = tuple(self._argument(arg) for arg in value.args)
@@ -513,7 +535,9 @@ class _Walker:
             self.scopes[storage] = str(vdevice.memory_scope) if vdevice is not None else "global"
             target = TensorView(storage, "storage", dtype, shape)
             self.views[var] = target
-            self._step(f"to_vdevice_{var.name}", "copy", "memcpy", (self._argument(value.args[0]), target))
+            self._step(
+                f"to_vdevice_{var.name}", "copy", "memcpy", (self._argument(value.args[0]), target)
+            )
             return
         raise self.error(
             f"memplace's static executor runs TIR kernels, reshapes and R.to_vdevice; "
@@ -573,16 +597,18 @@ class _Walker:
                 raise self.error("an output of main is not a tensor memplace knows")
             view = self._view(item)
             if view.role != "storage" or view.buffer in seen:
+                what = "an input or constant" if view.role != "storage" else "another output"
                 raise self.error(
-                    f"output {index} is {'an input or constant' if view.role != 'storage' else 'another output'} "
-                    "itself; memplace runs models whose outputs a kernel writes"
+                    f"output {index} is {what} itself; memplace runs models whose outputs a "
+                    "kernel writes"
                 )
             seen.add(view.buffer)
             name = "output" if len(fields) == 1 else f"output{index}"
             self.outputs.append(TensorView(self._name(name), "output", view.dtype, view.shape))
         # The caller's output memory replaces the storage each output was computed in.
         renamed = {
-            self._view(item).buffer: out.buffer for item, out in zip(fields, self.outputs, strict=True)
+            self._view(item).buffer: out.buffer
+            for item, out in zip(fields, self.outputs, strict=True)
         }
         self.steps = [
             Step(
@@ -590,7 +616,9 @@ class _Walker:
                 step.kind,
                 step.symbol,
                 tuple(
-                    TensorView(renamed[a.buffer], "output", a.dtype, a.shape) if a.buffer in renamed else a
+                    TensorView(renamed[a.buffer], "output", a.dtype, a.shape)
+                    if a.buffer in renamed
+                    else a
                     for a in step.args
                 ),
             )
@@ -602,9 +630,7 @@ class _Walker:
     def storages(self) -> list[Storage]:
         result = []
         for name, touched in self.touched.items():
-            size = max(
-                arg.nbytes for step in self.steps for arg in step.args if arg.buffer == name
-            )
+            size = max(arg.nbytes for step in self.steps for arg in step.args if arg.buffer == name)
             result.append(Storage(name, size, self.scopes[name], min(touched), max(touched)))
         return result
 
@@ -630,7 +656,9 @@ class _Walker:
 
 def _dtype(dtype: str, what: str, walker: _Walker) -> str:
     if not _DTYPE.match(dtype):
-        raise walker.error(f"{what} is {dtype}; memplace's executor passes int, uint and float tensors")
+        raise walker.error(
+            f"{what} is {dtype}; memplace's executor passes int, uint and float tensors"
+        )
     return dtype
 
 
@@ -638,7 +666,9 @@ def _kernel_bodies(source: str) -> dict[str, str]:
     """symbol -> the C text of its definition (to the next kernel's)."""
     starts = list(_KERNEL.finditer(source))
     return {
-        match[1]: source[match.end() : starts[index + 1].start() if index + 1 < len(starts) else len(source)]
+        match[1]: source[
+            match.end() : starts[index + 1].start() if index + 1 < len(starts) else len(source)
+        ]
         for index, match in enumerate(starts)
     }
 
