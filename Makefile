@@ -26,6 +26,7 @@ bench: setup
 	$(BIN)/python benchmarks/planner.py
 	$(BIN)/python benchmarks/stack.py
 	$(BIN)/python benchmarks/generate_kills.py
+	$(BIN)/python benchmarks/tvm_relax.py
 
 wheel: setup
 	$(BIN)/python -m build --wheel --outdir dist .

@@ -53,9 +53,17 @@ def bound(module: Any, params: dict[str, np.ndarray]) -> Any:
     return relax.transform.BindParams("main", tensors)(module)
 
 
-def run_on_host(module: Any, *inputs: np.ndarray) -> list[np.ndarray]:
-    """The outputs of TVM's own VM on the host (`tvm.compile(mod, target="llvm")`)."""
-    executable = tvm.compile(module, target="llvm")
+def run_on_host(
+    module: Any, *inputs: np.ndarray, c_library: Path | None = None
+) -> list[np.ndarray]:
+    """The outputs of TVM's own VM on the host: `tvm.compile(mod, target="llvm")`, or with
+    `c_library` (a path to write the library to) TVM's C kernels (target "c", the code the
+    board runs) built by the host's C compiler."""
+    if c_library is None:
+        executable = tvm.compile(module, target="llvm")
+    else:
+        tvm.compile(module, target="c").export_library(str(c_library))
+        executable = tvm.runtime.load_module(str(c_library))
     machine = relax.VirtualMachine(executable, [tvm.cpu(), tvm.cpu()])
     result = machine["main"](*(tvm.runtime.tensor(x) for x in inputs))
     results = list(result) if isinstance(result, (list, tuple)) else [result]

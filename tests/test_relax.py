@@ -174,3 +174,35 @@ def test_without_tvm_the_command_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "tvm", None)  # what `import tvm` finds uninstalled
     error = cli_error(capsys, "plan", BOARD, KWS, "--frontend", "tvm", code=3)
     assert "pip install 'memplace[tvm]'" in error
+
+
+def test_generating_twice_gives_the_same_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = _saved(tmp_path)
+    for name in ("a", "b"):
+        argv = ["generate", BOARD, model, "--frontend", "tvm", "--out", tmp_path / name]
+        assert run_cli(capsys, *argv)[0] == 0
+    files = sorted(
+        p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )
+    assert Path("tvm/scoped_kernels.c") in files
+    assert Path("tvm/include/tvm/ffi/c_api.h") in files
+    assert Path("memplace/src/scoped_model.c") in files
+    for name in files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    executor = (tmp_path / "a/memplace/src/scoped_model.c").read_text()
+    # The reshape is a second DLTensor over b's bytes, not a copy.
+    assert executor.count("SCOPED_B_PTR") == 2
+    assert "memcpy(tensors[" in executor  # R.to_vdevice: the one copy
+    assert "malloc" not in executor
+
+
+def test_an_onnx_model_without_the_onnx_package_says_how_to_install_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"\0")
+    error = cli_error(capsys, "plan", BOARD, path, "--frontend", "tvm", code=3)
+    assert "pip install onnx" in error

@@ -116,7 +116,7 @@ def render(
     context = project_context(board, plan, options, dict(users or {}))
     model = options.model if project_type in MODEL_TYPES else None
     if isinstance(model, RelaxModel):
-        context["tvm"] = relax_context(model)
+        context["tvm"] = relax_context(model, plan)
     else:
         context["tvm"] = None if model is None else tvm_context(model, options.standalone_crt)
     if model is not None:

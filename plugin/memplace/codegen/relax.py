@@ -23,7 +23,8 @@ import jinja2
 
 from memplace.board import Board
 from memplace.errors import InputError
-from memplace.importers.relax import RelaxModel, TensorView, nbytes
+from memplace.importers.relax import RelaxModel, TensorView, nbytes, workspace_buffer
+from memplace.planner.model import Plan
 
 DEMO = "aot_standalone_demo"
 INCLUDE = "tvm/include"
@@ -49,8 +50,9 @@ def check_relax(board: Board, project_type: str, model: RelaxModel) -> None:
         )
 
 
-def relax_context(model: RelaxModel) -> dict[str, Any]:
-    """What the templates need of the model."""
+def relax_context(model: RelaxModel, plan: Plan) -> dict[str, Any]:
+    """What the templates need of the model; `plan` says which pool's arena each step
+    takes its workspace from."""
     views: list[TensorView] = []
     for step in model.steps:
         for arg in step.args:
@@ -60,6 +62,10 @@ def relax_context(model: RelaxModel) -> dict[str, Any]:
         if tensor not in views:
             views.append(tensor)
     index = {view: number for number, view in enumerate(views)}
+    arenas = [
+        plan.placement(workspace_buffer(number)).pool if step.workspace else None
+        for number, step in enumerate(model.steps)
+    ]
     return {
         "relax": True,
         "model": model.name,
@@ -78,9 +84,11 @@ def relax_context(model: RelaxModel) -> dict[str, Any]:
                 "symbol": step.symbol,
                 "args": [index[arg] for arg in step.args],
                 "bytes": step.args[-1].nbytes,
+                "arena": arena,
             }
-            for step in model.steps
+            for step, arena in zip(model.steps, arenas, strict=True)
         ],
+        "arena_pools": sorted({pool for pool in arenas if pool is not None}),
         "kernels": sorted({step.symbol for step in model.steps if step.kind == "kernel"}),
         "max_args": max(len(step.args) for step in model.steps),
         "workspace": model.workspace,

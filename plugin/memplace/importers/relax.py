@@ -18,7 +18,8 @@ that takes it. memplace reads that list:
 - every constant (the weights) is a constant with its bytes;
 - the inputs and outputs are buffers of the caller's, live over the whole run;
 - the workspace a kernel takes through `TVMBackendAllocWorkspace` (sizes read from the C
-  TVM writes for it) is a dynamic buffer of that step, handed out by a planned arena.
+  TVM writes for it) is a dynamic buffer of that step, handed out by the planned arena of
+  the pool the plan gives it.
 
 TVM's C for the kernels (`tvm.tirx.build(..., target="c")`) comes with the model, for
 `codegen.relax` to put in the project beside the static executor it writes. TVM itself is
@@ -213,10 +214,12 @@ class RelaxModel:
         for constant in self.constants:
             builder.constant(constant.name, data=constant.data or b"\0", align=ALIGN)
         for index, step in enumerate(self.steps):
-            for number, size in enumerate(step.workspace):
+            if step.workspace:
+                # One buffer for all of a step's requests: they come from one arena, in one
+                # pool, whichever pool the plan gives each step.
                 builder.buffer(
-                    workspace_buffer(index, number),
-                    size,
+                    workspace_buffer(index),
+                    _padded(step.workspace),
                     index,
                     align=WORKSPACE_ALIGN,
                     scope="global.workspace",
@@ -256,9 +259,9 @@ class RelaxModel:
         )
 
 
-def workspace_buffer(step: int, number: int) -> str:
-    """The dynamic buffer of a step's `number`th TVMBackendAllocWorkspace."""
-    return f"{WORKSPACE}_{step}_{number}"
+def workspace_buffer(step: int) -> str:
+    """The dynamic buffer of what a step takes through TVMBackendAllocWorkspace."""
+    return f"{WORKSPACE}_{step}"
 
 
 def nbytes(dtype: str, shape: Sequence[int]) -> int:
