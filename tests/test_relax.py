@@ -206,3 +206,35 @@ def test_an_onnx_model_without_the_onnx_package_says_how_to_install_it(
     path.write_bytes(b"\0")
     error = cli_error(capsys, "plan", BOARD, path, "--frontend", "tvm", code=3)
     assert "pip install onnx" in error
+
+
+def test_an_onnx_model_is_read_through_tvms_onnx_frontend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["a"]), helper.make_node("Relu", ["a"], ["y"])],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        initializer=[numpy_helper.from_array(WEIGHTS, name="w")],
+    )
+    path = tmp_path / "mlp.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    code, out, err = run_cli(capsys, "plan", BOARD, path, "--frontend", "tvm", "--json")
+    assert code == 0, err
+    placements = {p["name"]: p for p in json.loads(out)["placements"]}
+    assert set(placements) == {"x", "output", "const_0"}
+    assert placements["const_0"]["size"] == WEIGHTS.nbytes
+    assert placements["const_0"]["pool"] == "itcm_const"
+
+
+def test_folding_constants_is_tvms_zero_pipeline_with_float_weights() -> None:
+    """With FoldConstant, as TVM's own zero pipeline lowers it: the weights become float32
+    constants and Relax's plan needs 98072 bytes on kws."""
+    model = read_relax(KWS, fold_constants=True)
+    assert len(model.steps) == 14
+    assert model.tvm_plan_bytes == 98072
+    assert sum(len(c.data) for c in model.constants) > 3 * 28976

@@ -287,10 +287,14 @@ def require_tvm() -> ModuleType:
         ) from None
 
 
-def read_relax(path: Path, scopes: Mapping[str, str | Sequence[str]] | None = None) -> RelaxModel:
+def read_relax(
+    path: Path,
+    scopes: Mapping[str, str | Sequence[str]] | None = None,
+    fold_constants: bool = False,
+) -> RelaxModel:
     """The model at `path`: a module saved with `tvm.ir.save_json` (`.json`) or written as
     TVMScript (`.py`, what `module.script()` prints), or a `.tflite` / `.onnx` model read
-    through TVM's Relax frontend."""
+    through TVM's Relax frontend. `scopes` and `fold_constants` as for `from_relax`."""
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise InputError(
@@ -314,7 +318,13 @@ def read_relax(path: Path, scopes: Mapping[str, str | Sequence[str]] | None = No
         module = _from_tflite(path)
     else:
         module = _from_onnx(path)
-    return from_relax(module, name=_c_name(path.stem), scopes=scopes, source=str(path))
+    return from_relax(
+        module,
+        name=_c_name(path.stem),
+        scopes=scopes,
+        source=str(path),
+        fold_constants=fold_constants,
+    )
 
 
 def _from_script(tvm: Any, path: Path) -> Any:
@@ -363,10 +373,12 @@ def from_relax(
     name: str = "model",
     scopes: Mapping[str, str | Sequence[str]] | None = None,
     source: str = "<python>",
+    fold_constants: bool = False,
 ) -> RelaxModel:
     """A Relax IRModule whose entry function is `main`, with `params` (name -> array) bound
     to its parameters of those names; `scopes` maps a VDevice memory scope to a pool or a
-    list of candidate pools."""
+    list of candidate pools. `fold_constants` adds TVM's FoldConstant to the lowering
+    (see `_lower`)."""
     tvm = require_tvm()
     from tvm import relax
 
@@ -378,7 +390,7 @@ def from_relax(
         numpy = importlib.import_module("numpy")
         bound = {key: tvm.runtime.tensor(numpy.asarray(value)) for key, value in params.items()}
         module = relax.transform.BindParams("main", bound)(module)
-    lowered = _lower(tvm, relax, module, source)
+    lowered = _lower(tvm, relax, module, source, fold_constants)
     main = lowered["main"]
     walker = _Walker(tvm, relax, source)
     walker.walk(main)
@@ -403,15 +415,18 @@ def from_relax(
     )
 
 
-def _lower(tvm: Any, relax: Any, module: Any, source: str) -> Any:
+def _lower(tvm: Any, relax: Any, module: Any, source: str, fold_constants: bool) -> Any:
     """TVM's own lowering, up to the calls of kernels in destination-passing style. No
-    FoldConstant: it would turn a quantized model's int8 weights into float32 constants
-    four times their size (ad01's 270 KB into 1 MB); dequantized by a kernel instead, they
-    stay int8 in the constant pools and are float only while a step needs them."""
+    FoldConstant unless asked: it would turn a quantized model's int8 weights into float32
+    constants four times their size (ad01's 270 KB into 1 MB); dequantized by a kernel
+    instead, they stay int8 in the constant pools and are float only while a step needs
+    them."""
+    folding = [relax.transform.FoldConstant()] if fold_constants else []
     passes = [
         relax.transform.RealizeVDevice(),
         relax.transform.LegalizeOps(),
         relax.transform.AnnotateTIROpPattern(),
+        *folding,
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
         relax.transform.DeadCodeElimination(),
