@@ -404,7 +404,8 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
         metavar="WORKLOAD",
         type=Path,
         help="workload file, a .tflite model, or a TVM Model Library Format archive (.tar); "
-        "with --frontend tvm a Relax module (tvm.ir.save_json) or a .tflite/.onnx model",
+        "with --frontend tvm a Relax model: a module saved with tvm.ir.save_json (.json) or "
+        "as TVMScript (.py), or a .tflite/.onnx model",
     )
     parser.add_argument(
         "--frontend",
@@ -423,8 +424,15 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 
 def _add_project_options(parser: argparse.ArgumentParser) -> None:
     options.add_arguments(parser, "project_type", "sources", "pool_storage")
-    # Unset: exerciser, or for a Relax model (--frontend tvm) the demo that runs it.
+    # Unset, it depends on WORKLOAD: a model's demo, else the exerciser (_project_type).
     parser.set_defaults(project_type=None)
+    for action in parser._actions:
+        if action.dest == "project_type":
+            action.help = (
+                f"{options.BY_NAME['project_type'].help} (default: aot_standalone_demo, which "
+                "runs the model, for a Model Library Format archive or --frontend tvm; else "
+                "exerciser)"
+            )
     parser.add_argument(
         "--inputs",
         type=Path,
