@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import tflite
 import tvm
 from tvm import relax
@@ -15,6 +16,8 @@ from tvm.relax.frontend.tflite import from_tflite
 
 WEIGHTS = (np.arange(32, dtype=np.float32).reshape(8, 4) - 12.0) / 7.0
 KWS = Path(__file__).resolve().parents[2] / "shared/models/mlperf-tiny/kws_ref_model.tflite"
+# As the other tests of ../shared's models: they need the checkout's neighbour.
+needs_kws = pytest.mark.skipif(not KWS.is_file(), reason=f"no model at {KWS}")
 
 
 SCOPED = """

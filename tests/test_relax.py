@@ -16,7 +16,7 @@ from memplace.board import load_board
 from memplace.errors import InputError
 from memplace.importers.relax import from_relax, read_relax
 from memplace.planner import plan
-from relax_models import KWS, WEIGHTS, scoped_module
+from relax_models import KWS, WEIGHTS, needs_kws, scoped_module
 
 BOARD = "qemu-mps3-an547"
 
@@ -83,6 +83,7 @@ def test_plan_explains_a_saved_module(tmp_path: Path, capsys: pytest.CaptureFixt
     assert placements["b"]["first"] == 1 and placements["b"]["last"] == 2
 
 
+@needs_kws
 def test_a_tflite_model_is_lowered_fused_with_its_kernels_workspace_as_dynamic_buffers() -> None:
     model = read_relax(KWS)
     assert len(model.steps) == 24  # 10 of them dequantize weights
@@ -168,6 +169,7 @@ def test_models_memplace_cannot_read_are_refused_in_one_line(
     assert message in error
 
 
+@needs_kws
 def test_without_tvm_the_command_says_how_to_install_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -231,6 +233,7 @@ def test_an_onnx_model_is_read_through_tvms_onnx_frontend(
     assert placements["const_0"]["pool"] == "itcm_const"
 
 
+@needs_kws
 def test_folding_constants_is_tvms_zero_pipeline_with_float_weights() -> None:
     """With FoldConstant, as TVM's own zero pipeline lowers it: the weights become float32
     constants and Relax's plan needs 98072 bytes on kws."""
@@ -238,3 +241,10 @@ def test_folding_constants_is_tvms_zero_pipeline_with_float_weights() -> None:
     assert len(model.steps) == 14
     assert model.tvm_plan_bytes == 98072
     assert sum(len(c.data) for c in model.constants) > 3 * 28976
+
+
+def test_parameters_main_does_not_take_are_refused() -> None:
+    with pytest.raises(
+        InputError, match="main has no parameter v to bind; its parameters are x, w"
+    ):
+        from_relax(scoped_module(), {"v": WEIGHTS})

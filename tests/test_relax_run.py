@@ -15,7 +15,7 @@ from memplace.board import load_board
 from memplace.importers.relax import from_relax
 from memplace.project import Project
 from memplace.workflow import check
-from relax_models import KWS, WEIGHTS, bound, run_on_host, scoped_module, tflite_module
+from relax_models import KWS, WEIGHTS, bound, needs_kws, run_on_host, scoped_module, tflite_module
 
 pytestmark = pytest.mark.qemu
 
@@ -28,6 +28,7 @@ def _bounded(report: dict[str, object]) -> None:
     assert stack["static_bound"] is not None and stack["measured"] <= stack["static_bound"]
 
 
+@needs_kws
 def test_kws_runs_on_the_users_inputs_bit_identical_to_tvms_vm(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -61,6 +62,7 @@ def test_kws_runs_on_the_users_inputs_bit_identical_to_tvms_vm(
     )
 
 
+@needs_kws
 def test_without_inputs_the_model_runs_on_a_fill_it_names(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -306,7 +306,7 @@ def read_relax(
     if suffix == ".json":
         try:
             module = tvm.ir.load_json(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, Exception) as exc:  # TVM raises its own error classes
+        except Exception as exc:  # TVM raises its own error classes (and UnicodeDecodeError)
             raise InputError(
                 f"{path}: not a module saved with tvm.ir.save_json ({_first_line(exc)})", key=KEY
             ) from None
@@ -387,6 +387,14 @@ def from_relax(
     ]:
         raise InputError(f"{source}: a Relax model is an IRModule with a function main", key=KEY)
     if params:
+        names = [param.name for param in module["main"].params]
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise InputError(
+                f"{source}: main has no parameter {', '.join(unknown)} to bind; its "
+                f"parameters are {', '.join(names) or 'none'}",
+                key="params",
+            )
         numpy = importlib.import_module("numpy")
         bound = {key: tvm.runtime.tensor(numpy.asarray(value)) for key, value in params.items()}
         module = relax.transform.BindParams("main", bound)(module)
@@ -394,7 +402,12 @@ def from_relax(
     main = lowered["main"]
     walker = _Walker(tvm, relax, source)
     walker.walk(main)
-    kernels_c = _kernels_c(tvm, lowered)
+    try:
+        kernels_c = _kernels_c(tvm, lowered)
+    except Exception as exc:  # TVM's code generators raise TVM's errors
+        raise InputError(
+            f"{source}: TVM cannot write C for its kernels: {_first_line(exc)}", key=KEY
+        ) from None
     steps = tuple(walker.with_workspace(kernels_c))
     return RelaxModel(
         name=_c_name(name),
