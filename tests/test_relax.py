@@ -248,3 +248,88 @@ def test_parameters_main_does_not_take_are_refused() -> None:
         InputError, match="main has no parameter v to bind; its parameters are x, w"
     ):
         from_relax(scoped_module(), {"v": WEIGHTS})
+
+
+HEADER = (
+    "# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n"
+    "@I.ir_module\nclass Module:\n"
+)
+F4 = 'R.Tensor((4,), "float32")'
+
+
+def _script(signature: str, *lines: str) -> str:
+    """A TVMScript module whose one function is `signature` with `lines` as its body."""
+    body = "".join(f"        {line}\n" for line in lines)
+    return f"{HEADER}    @R.function\n    def {signature}:\n{body}"
+
+
+REFUSED_MODELS = {
+    "symbolic": (
+        _script(
+            'main(x: R.Tensor(("n", 4), "float32")) -> R.Tensor(("n", 4), "float32")',
+            "y = R.add(x, x)",
+            "return y",
+        ),
+        "input x has a symbolic shape; memplace plans static shapes",
+    ),
+    "bool": (
+        _script(f'main(x: {F4}) -> R.Tensor((4,), "bool")', "y = R.greater(x, x)", "return y"),
+        "alloc is bool; memplace's executor passes int, uint and float tensors",
+    ),
+    "nothing": (
+        _script(f"main(x: {F4}) -> {F4}", "return x"),
+        "the model computes nothing (its main calls no kernel)",
+    ),
+    "passthrough": (
+        _script(f"main(x: {F4}) -> R.Tuple({F4}, {F4})", "y = R.add(x, x)", "return (y, x)"),
+        "output 1 is an input or constant itself; memplace runs models whose outputs a "
+        "kernel writes",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_MODELS))
+def test_models_the_static_executor_cannot_run_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    text, message = REFUSED_MODELS[case]
+    path = tmp_path / f"{case}.py"
+    path.write_text(text)
+    error = cli_error(capsys, "plan", BOARD, path, "--frontend", "tvm")
+    assert error == f"memplace: error: MODEL: {path}: {message}"
+
+
+def test_more_refusals_of_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "absent.tflite"
+    assert f"no model file at {missing}" in cli_error(
+        capsys, "plan", BOARD, missing, "--frontend", "tvm"
+    )
+    garbage = tmp_path / "m.onnx"
+    garbage.write_bytes(b"not protobuf")
+    assert "TVM's ONNX frontend cannot read it" in cli_error(
+        capsys, "plan", BOARD, garbage, "--frontend", "tvm"
+    )
+    not_npz = tmp_path / "x.npz"
+    not_npz.write_text("text")
+    argv = ["generate", BOARD, _saved(tmp_path), "--frontend", "tvm", "--inputs", not_npz]
+    assert "x.npz: not a NumPy .npz archive" in cli_error(capsys, *argv, "--out", tmp_path / "p")
+    argv = ["generate", "nrf5340", _saved(tmp_path, "global"), "--frontend", "tvm"]
+    error = cli_error(capsys, *argv, "--out", tmp_path / "q")
+    assert (
+        "project type aot_standalone_demo runs the model on one core; board nrf5340 has 2" in error
+    )
+    assert not (tmp_path / "q").exists()
+
+
+def test_a_module_without_main_is_refused() -> None:
+    module = tvm_module_without_main()
+    with pytest.raises(InputError, match="a Relax model is an IRModule with a function main"):
+        from_relax(module)
+
+
+def tvm_module_without_main() -> object:
+    import tvm
+
+    return tvm.script.from_source(_script(f"run(x: {F4}) -> {F4}", "y = R.add(x, x)", "return y"))
