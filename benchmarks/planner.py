@@ -1,6 +1,6 @@
 """memplace's planner on the shared benchmark instances, real models and random workloads.
 
-    .venv/bin/python benchmarks/planner.py [--quick] [--time-limit S] [--markdown FILE]
+    .venv/bin/python benchmarks/planner.py [--quick] [--effort X] [--markdown FILE]
 
 Prints two tables (markdown):
 
@@ -11,12 +11,18 @@ Prints two tables (markdown):
    instance's capacity as its first target), seconds, whether it is proven optimal, and a
    baseline run in the same process: omnimalloc (PyPI) when it is installed, its default
    allocator and its `supermalloc` search with 3 s; otherwise none.
-   For the instances with a capacity, also the seconds `auto` takes to fit it when told
-   that fitting is enough (`Budget.goal`), which is what MiniMalloc's own timings measure.
+   For the instances with a capacity, also the seconds of the first `plan()` that fits it
+   when given ever larger work budgets (FIT_EFFORTS), which is what MiniMalloc's own
+   timings measure.
 2. Time against size for random workloads of 1k, 10k and 100k buffers: greedy-size and
    `auto` on one unbounded place, and `plan()` end to end (scopes, pool assignment,
    offsets, the independent check) with each, on the bundled board, with how many of the
    pools `plan()` with `auto` used are proven optimal.
+
+Then the strips (perfect packings cut from a rectangle, each shuffled with its own seed so
+that the order of the buffers says nothing about the packing) and, with `--tables
+load`, each of a few instances planned at rest and again with two busy loops running on
+the machine's cores: the plans must be byte for byte the same (their JSON's SHA-256).
 
 Instance files are CSV `id,lower,upper,size` with half-open step intervals [lower, upper);
 memplace's lifetimes are inclusive, so a block lives from `lower` to `upper - 1`.
@@ -27,7 +33,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import importlib.util
+import multiprocessing
 import random
 import sys
 import tempfile
@@ -74,6 +82,8 @@ class Row:
     optimal: bool
     baseline: str
     fit_seconds: float | None
+    digest: str = ""
+    """The SHA-256 of the plan's JSON (empty: no plan)."""
 
 
 def read_csv(path: Path, align: int = 1) -> tuple[Block, ...]:
@@ -134,8 +144,12 @@ contexts:
 """
 UNBOUNDED = 64 * 1024 * 1024
 """The pool of an instance that has no capacity: room for any peak of these instances."""
-FIT_LIMITS = (0.1, 0.2, 0.3, 1.0, 3.0, 10.0, 30.0)
-"""Time limits tried, shortest first, to find how soon `plan()` fits an instance."""
+FIT_EFFORTS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+"""Work budgets tried (`plan(effort=...)`), smallest first, to find how soon `plan()` fits
+an instance."""
+STRIP_EFFORT = 6.0
+"""The strips' work budget (`plan(effort=...)`): about the work of the 30 s each they had
+when the budget was a time limit."""
 
 
 def one_pool_board(capacity: int | None, folder: Path) -> Board:
@@ -167,39 +181,41 @@ def workload_of(blocks: Sequence[Block], name: str = "strip") -> Workload:
 
 
 def plan_peak(
-    board: Board, workload: Workload, time_limit: float, algorithm: str = DEFAULT_ALGORITHM
-) -> tuple[int | None, bool, float]:
+    board: Board, workload: Workload, effort: float, algorithm: str = DEFAULT_ALGORITHM
+) -> tuple[int | None, bool, float, str]:
     """`plan()` on the one-pool board: the pool's peak (None: a buffer fit nowhere), whether
-    it is proven optimal, and the seconds it took."""
+    it is proven optimal, the seconds it took and the SHA-256 of the plan's JSON."""
     start = time.perf_counter()
     try:
-        result = plan(board, workload, algorithm=algorithm, time_limit=time_limit)
+        result = plan(board, workload, algorithm=algorithm, effort=effort)
     except PlanningError:
-        return None, False, time.perf_counter() - start
+        return None, False, time.perf_counter() - start, ""
+    seconds = time.perf_counter() - start
     pool = result.pools[0]
-    return pool.used, pool.optimal, time.perf_counter() - start
+    digest = hashlib.sha256(result.dumps().encode()).hexdigest()
+    return pool.used, pool.optimal, seconds, digest
 
 
 def fit_seconds(board: Board, workload: Workload, capacity: int, most: float) -> float | None:
-    """The seconds of the first `plan()` that fits, trying ever longer time limits."""
-    for limit in (t for t in FIT_LIMITS if t <= most):
-        used, _, seconds = plan_peak(board, workload, limit)
+    """The seconds of the first `plan()` that fits, trying ever larger work budgets."""
+    for effort in (e for e in FIT_EFFORTS if e <= most):
+        used, _, seconds, _ = plan_peak(board, workload, effort)
         if used is not None and used <= capacity:
             return seconds
     return None
 
 
 def solve(
-    instance: Instance, time_limit: float, baseline: Callable[[Instance], str], folder: Path
+    instance: Instance, effort: float, baseline: Callable[[Instance], str], folder: Path
 ) -> Row:
     """The instance through `plan()` on a board file with one pool of its capacity."""
     board = one_pool_board(instance.capacity, folder)
     workload = workload_of(instance.blocks, instance.name)
-    used, optimal, seconds = plan_peak(board, workload, time_limit)
-    greedy, _, _ = plan_peak(one_pool_board(None, folder), workload, time_limit, "greedy-size")
+    used, optimal, seconds, digest = plan_peak(board, workload, effort)
+    greedy, _, _, _ = plan_peak(one_pool_board(None, folder), workload, effort, "greedy-size")
     fit = None
     if instance.capacity is not None and used is not None:
-        fit = fit_seconds(board, workload, instance.capacity, time_limit)
+        fit = fit_seconds(board, workload, instance.capacity, effort)
     return Row(
         instance=instance,
         bound=lower_bound(instance.blocks),
@@ -209,6 +225,7 @@ def solve(
         optimal=optimal,
         baseline=baseline(instance),
         fit_seconds=fit,
+        digest=digest,
     )
 
 
@@ -302,7 +319,7 @@ def random_buffers(count: int, seed: int = 1) -> list[Buffer]:
     return buffers
 
 
-def scaling_table(sizes: Sequence[int], time_limit: float) -> str:
+def scaling_table(sizes: Sequence[int], effort: float) -> str:
     """Random workloads through `plan()` on the bundled board, greedy-size against auto."""
     board = load_board("qemu-mps3-an547")
     lines = [
@@ -317,7 +334,7 @@ def scaling_table(sizes: Sequence[int], time_limit: float) -> str:
         cells = [str(count)]
         for algorithm in ("greedy-size", "auto"):
             start = time.perf_counter()
-            result = plan(board, workload, algorithm=algorithm, time_limit=time_limit)
+            result = plan(board, workload, algorithm=algorithm, effort=effort)
             seconds = time.perf_counter() - start
             used = [pool for pool in result.pools if pool.used]
             peaks = sum(pool.used for pool in used)
@@ -330,10 +347,14 @@ def scaling_table(sizes: Sequence[int], time_limit: float) -> str:
     return "\n".join(lines)
 
 
-def strip(seed: int, pieces: int, align: int = 64) -> Instance:
+def strip(seed: int, pieces: int, align: int = 64, shuffle: int | None = None) -> Instance:
     """A perfect packing: a rectangle of `capacity` bytes by `steps` steps cut, one cut at
     a time (across memory or across time, at a random place), into `pieces` blocks; the
-    blocks fill it exactly, so its capacity is its lower bound and fitting it is optimal."""
+    blocks fill it exactly, so its capacity is its lower bound and fitting it is optimal.
+
+    The blocks are shuffled with their own seed (`shuffle`, by default one derived from
+    `seed`): in the order they were cut, neighbours in the packing are neighbours in the
+    list, which a simple heuristic can follow to the answer."""
     rng = random.Random(seed)
     steps = rng.randrange(pieces // 2, 2 * pieces)
     capacity = align * rng.randrange(4 * pieces, 16 * pieces)
@@ -347,6 +368,7 @@ def strip(seed: int, pieces: int, align: int = 64) -> Instance:
         elif last > first:
             at = rng.randrange(first, last)
             blocks[k : k + 1] = [(size, first, at), (size, at + 1, last)]
+    random.Random(seed * 1_000_003 + 1 if shuffle is None else shuffle).shuffle(blocks)
     found = tuple(Block(size, first, last, align) for size, first, last in blocks)
     return Instance("strips", f"s{seed}-{pieces}", found, capacity)
 
@@ -357,25 +379,23 @@ def strips(count: int, smallest: int, largest: int, seed: int) -> list[Instance]
 
 
 def strip_table(
-    chosen: Sequence[Instance], time_limit: float, folder: Path, target: float = 1.0
+    chosen: Sequence[Instance], effort: float, folder: Path, target: float = 1.0
 ) -> str:
     """Each strip through `plan()` on a board whose one pool is exactly its capacity (and,
     as the baseline in the same run, greedy-size and auto on an unbounded pool); `target`
     is the peak to reach, times the capacity."""
     lines = [
-        f"| strip | blocks | capacity = lower bound | plan() auto ({time_limit:g} s): peak, "
+        f"| strip | blocks | capacity = lower bound | plan() auto (effort {effort:g}): peak, "
         f"x capacity, seconds | fits | within {target:.2f}x | plan() greedy-size: x capacity |",
         "|---|---:|---:|---|---|---|---:|",
     ]
     for instance in chosen:
         assert instance.capacity is not None
         workload = workload_of(instance.blocks, instance.name)
-        used, _, seconds = plan_peak(
-            one_pool_board(instance.capacity, folder), workload, time_limit
-        )
+        used, _, seconds, _ = plan_peak(one_pool_board(instance.capacity, folder), workload, effort)
         if used is None:  # does not fit: how close does it come with room to spare?
-            used, _, seconds = plan_peak(one_pool_board(None, folder), workload, time_limit)
-        greedy, _, _ = plan_peak(one_pool_board(None, folder), workload, time_limit, "greedy-size")
+            used, _, seconds, _ = plan_peak(one_pool_board(None, folder), workload, effort)
+        greedy, _, _, _ = plan_peak(one_pool_board(None, folder), workload, effort, "greedy-size")
         assert used is not None and greedy is not None
         lines.append(
             f"| {instance.name} | {len(instance.blocks)} | {instance.capacity} | {used}, "
@@ -393,17 +413,79 @@ def _within(used: int, capacity: int, target: float) -> str:
     return f"NO: {100 * (used / (capacity * target) - 1):.1f}% over"
 
 
+def _busy() -> None:
+    while True:
+        pass
+
+
+def load_table(cases: Sequence[tuple[str, Board, Workload, float]], loops: int = 2) -> str:
+    """Each case (name, board, workload, effort) through `plan()` at rest, then again with
+    `loops` busy loops running: the same peak and the same plan, byte for byte."""
+    lines = [
+        f"| instance | effort | peak at rest | seconds at rest | peak with {loops} busy loops | "
+        "seconds with them | plan JSON byte-identical |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    rest = [plan_peak(board, workload, effort) for _, board, workload, effort in cases]
+    busy = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(loops)]
+    for process in busy:
+        process.start()
+    try:
+        loaded = [plan_peak(board, workload, effort) for _, board, workload, effort in cases]
+    finally:
+        for process in busy:
+            process.terminate()
+            process.join()
+    for (name, _, _, effort), calm, stressed in zip(cases, rest, loaded, strict=True):
+        same = "yes" if calm[3] and calm[3] == stressed[3] else "NO"
+        lines.append(
+            f"| {name} | {effort:g} | {calm[0]} | {calm[2]:.2f} | {stressed[0]} | "
+            f"{stressed[2]:.2f} | {same} |"
+        )
+    return "\n".join(lines)
+
+
+def load_cases(
+    shared: Path, folder: Path, quick: bool, only: str | None
+) -> list[tuple[str, Board, Workload, float]]:
+    """What `load_table` plans: MiniMalloc's instances (`--only` picks), a small and a large
+    strip and (unless quick) 10,000 random buffers on the bundled board."""
+    chosen = [i for i in instances(shared) if i.group == "minimalloc"]
+    if only:
+        chosen = [i for i in chosen if i.name in only.split(",")]
+    elif quick:
+        chosen = [i for i in chosen if i.name in ("F", "H")]
+    chosen += [strips(12, 40, 250, 1)[4], strips(8, 500, 5000, 100)[0]]
+    cases = [
+        (
+            f"{i.group}/{i.name}",
+            one_pool_board(i.capacity, folder),
+            workload_of(i.blocks, i.name),
+            1.0,
+        )
+        for i in chosen
+    ]
+    if not quick:
+        buffers = random_buffers(10_000)
+        steps = tuple(str(k) for k in range(max(b.last for b in buffers) + 1))
+        workload = Workload(name="random", steps=steps, buffers=tuple(buffers))
+        cases.append(("random/10000", load_board("qemu-mps3-an547"), workload, 1.0))
+    return cases
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip omnimalloc's search and 100k")
-    parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per instance")
-    parser.add_argument("--strip-time-limit", type=float, default=30.0, help="seconds per strip")
+    parser.add_argument("--effort", type=float, default=1.0, help="plan()'s work budget")
+    parser.add_argument(
+        "--strip-effort", type=float, default=STRIP_EFFORT, help="the strips' work budget"
+    )
     parser.add_argument("--shared", type=Path, default=SHARED, help="the shared/ folder")
     parser.add_argument("--markdown", type=Path, help="also write the tables to this file")
     parser.add_argument("--only", help="instance names to run, comma separated")
     parser.add_argument(
         "--tables",
-        default="instances,strips,large,scaling",
+        default="instances,strips,large,scaling,load",
         help="which tables to print, comma separated",
     )
     args = parser.parse_args(argv)
@@ -418,19 +500,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             title, baseline = omnimalloc_baseline(args.quick)
             rows = []
             for instance in chosen:
-                rows.append(solve(instance, args.time_limit, baseline, folder))
+                rows.append(solve(instance, args.effort, baseline, folder))
                 print(f"{instance.group}/{instance.name}: done", file=sys.stderr)
             tables.append(instance_table(rows, title))
         if "strips" in wanted:
             count = 4 if args.quick else 12
-            tables.append(strip_table(strips(count, 40, 250, 1), args.strip_time_limit, folder))
+            tables.append(strip_table(strips(count, 40, 250, 1), args.strip_effort, folder))
         if "large" in wanted:
             count = 2 if args.quick else 8
             large = strips(count, 500, 5000, 100)
-            tables.append(strip_table(large, args.strip_time_limit, folder, LARGE_TARGET))
+            tables.append(strip_table(large, args.strip_effort, folder, LARGE_TARGET))
         if "scaling" in wanted and not args.only:
             sizes = SIZES[:2] if args.quick else SIZES
-            tables.append(scaling_table(sizes, args.time_limit))
+            tables.append(scaling_table(sizes, args.effort))
+        if "load" in wanted:
+            cases = load_cases(args.shared, folder, args.quick, args.only)
+            tables.append(load_table(cases))
     text = "\n\n".join(tables) + "\n"
     print(text, end="")
     if args.markdown:

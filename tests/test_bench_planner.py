@@ -62,7 +62,7 @@ def test_random_workloads_are_repeatable(bench: ModuleType) -> None:
 def test_the_script_runs_on_shared_instances(
     bench: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["--quick", "--only", "deep_speech,five", "--tables", "instances", "--time-limit", "1"]
+    args = ["--quick", "--only", "deep_speech,five", "--tables", "instances", "--effort", "0.1"]
     assert bench.main(args) == 0
     out = capsys.readouterr().out
     assert "| tvm-usmp/deep_speech | 184 | 100352 |" in out

@@ -275,7 +275,7 @@ def test_each_pool_says_what_it_could_not_hold_at_its_busiest_step(board: Board)
         .buffer("z", "16K", 0)
         .build()
     )
-    story = explain(board, workload, time_limit=1)
+    story = explain(board, workload)
     (spill,) = story.spills()
     assert (spill.pool, spill.step, spill.held, spill.unheld) == (
         "dtcm_ws",
@@ -294,4 +294,4 @@ def test_each_pool_says_what_it_could_not_hold_at_its_busiest_step(board: Board)
         }
     ]
     alone = WorkloadBuilder("w", steps=["a", "b"]).buffer("x", "200K", (0, 1)).build()
-    assert explain(board, alone, time_limit=1).spills() == ()
+    assert explain(board, alone).spills() == ()

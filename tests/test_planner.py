@@ -23,7 +23,7 @@ from memplace.planner.model import Plan
 from memplace.planner.render_svg import render_svg, render_text
 from memplace.workload import Workload
 
-QUICK = Budget(time_limit=5.0, nodes=50_000)
+QUICK = Budget(nodes=50_000)
 
 
 def test_first_fit_reuses_memory_of_dead_blocks() -> None:
@@ -290,7 +290,7 @@ def test_demo_plan_spills_past_the_fastest_pool(board: Board, demo_workload: Wor
 def test_every_algorithm_plans_the_demo(
     board: Board, demo_workload: Workload, algorithm: str
 ) -> None:
-    result = plan(board, demo_workload, algorithm=algorithm, time_limit=5)
+    result = plan(board, demo_workload, algorithm=algorithm)
     assert result.algorithm == algorithm
     for pool in result.pools:
         assert pool.lower_bound <= pool.used <= pool.capacity
@@ -413,7 +413,7 @@ def test_a_search_keeps_buffers_in_the_fast_pool_that_first_fit_would_spill(
     board_data: dict[str, Any],
 ) -> None:
     board = _one_pool_board(board_data, 1120)
-    result = plan(board, _workload(HARD), time_limit=5)
+    result = plan(board, _workload(HARD))
     assert {p.pool for p in result.placements} == {"dtcm_ws"}
     assert (result.pool("dtcm_ws").used, result.pool("dtcm_ws").optimal) == (1120, True)
     # The greedy algorithms assign greedily: first fit spills one buffer.
@@ -424,7 +424,7 @@ def test_a_search_keeps_buffers_in_the_fast_pool_that_first_fit_would_spill(
 def test_a_buffer_that_only_a_search_can_place_is_no_error(board_data: dict[str, Any]) -> None:
     board = _one_pool_board(board_data, 1120)
     workload = _workload(HARD, pools=["dtcm_ws"])
-    assert plan(board, workload, time_limit=5).pool("dtcm_ws").used == 1120
+    assert plan(board, workload).pool("dtcm_ws").used == 1120
     with pytest.raises(PlanningError, match="fits nowhere: dtcm_ws lacks 160 bytes"):
         plan(board, workload, algorithm="greedy-size")
 
@@ -483,7 +483,7 @@ def test_unknown_algorithm(board: Board, demo_workload: Workload) -> None:
 
 def test_a_time_limit_is_positive(board: Board, demo_workload: Workload) -> None:
     with pytest.raises(InputError, match="a time limit is a positive number of seconds"):
-        plan(board, demo_workload, time_limit=0)
+        plan(board, demo_workload)
 
 
 def test_constants_carry_bytes(board: Board, demo_workload: Workload) -> None:

@@ -76,6 +76,6 @@ def packed_workload(seed: int, pieces: int, choices: int) -> Workload:
 def test_a_perfect_packing_is_always_found(
     tight_board: Board, seed: int, pieces: int, choices: int
 ) -> None:
-    result = plan(tight_board, packed_workload(seed, pieces, choices), time_limit=2)
+    result = plan(tight_board, packed_workload(seed, pieces, choices))
     for pool, capacity in POOLS.items():
         assert result.pool(pool).used <= capacity

@@ -233,7 +233,7 @@ def test_dives_lower_the_peak_of_a_greedy_placement_within_their_nodes() -> None
     merged = coalesce(blocks, chains_first=True, pairing="short")
     start = greedy_size(merged.blocks)
     # Bounded by nodes, not seconds: the same answer on any machine.
-    budget = Budget(time_limit=600.0, nodes=200 * len(merged.blocks))
+    budget = Budget(nodes=200 * len(merged.blocks))
     found = dive(merged.blocks, budget, start)
     assert found.peak < start.peak and found.algorithm == "exact"
     assert dive(merged.blocks, budget, start) == found
@@ -248,7 +248,7 @@ def test_the_exact_search_dives_between_its_rounds_once_the_place_fits(
     blocks, capacity = cut(102, 600)
     merged = coalesce(blocks, chains_first=True, pairing="short").blocks
     start = greedy_size(merged)
-    roomy = Budget(capacity=start.peak, time_limit=600.0, nodes=400 * len(merged))
+    roomy = Budget(capacity=start.peak, nodes=400 * len(merged))
     found = improve(merged, roomy, start)
     # The nodes bound it, so it repeats; its dives share them with its rounds.
     assert found == improve(merged, roomy, start)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memplace import options, resources
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
-from memplace.errors import CheckFailed, InputError, MemplaceError, ToolError
+from memplace.errors import CheckFailed, InputError, MemplaceError, SearchStopped, ToolError
 from memplace.importers import load_workload
 from memplace.importers.mlf import is_mlf
 from memplace.layout import DEFAULT_TIMEOUT, run_record
@@ -145,6 +145,17 @@ def seconds(text: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    """A command-line number that is positive and finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 def folder_to_write(text: str) -> Path:
     """A folder memplace may create or write into: not a file, not under a file."""
     path = Path(text)
@@ -206,7 +217,16 @@ def _build_parser() -> argparse.ArgumentParser:
         type=seconds,
         default=DEFAULT_TIME_LIMIT,
         metavar="S",
-        help=f"seconds the offset search may take (default: {DEFAULT_TIME_LIMIT:g})",
+        help="stop the searches after S seconds of wall-clock time, and say so (default: "
+        "none; the searches stop at their work budgets, so the plan is the same on any "
+        "machine; exit code 4 when a buffer has no place yet)",
+    )
+    plan_cmd.add_argument(
+        "--effort",
+        type=positive_number,
+        default=1.0,
+        metavar="X",
+        help="multiply the searches' work budgets by X (default: 1)",
     )
     plan_cmd.add_argument(
         "--svg",
@@ -248,10 +268,10 @@ def _build_parser() -> argparse.ArgumentParser:
     tflm.add_argument("--json", action="store_true", help="print the result as JSON")
     tflm.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds,
         default=DEFAULT_TIME_LIMIT,
         metavar="S",
-        help=f"seconds the offset search may take (default: {DEFAULT_TIME_LIMIT:g})",
+        help="stop the offset search after S seconds of wall-clock time (default: none)",
     )
     tflm.set_defaults(handler=_tflm)
 
@@ -546,7 +566,9 @@ def _plan(args: argparse.Namespace) -> int:
     if args.explain:
         from memplace.planner.explain import explain
 
-        story = explain(board, workload, algorithm=args.algorithm, time_limit=args.time_limit)
+        story = explain(
+            board, workload, args.algorithm, time_limit=args.time_limit, effort=args.effort
+        )
         if args.json:
             # Printed even when some buffer fits nowhere: saying why is the point.
             sys.stdout.write(json.dumps(story.to_json(), indent=2) + "\n")
@@ -559,7 +581,20 @@ def _plan(args: argparse.Namespace) -> int:
         if args.svg is not None and story.plan is not None:
             args.svg.write_text(render_svg(story.plan), encoding="utf-8")
         return 0
-    result = plan(board, workload, algorithm=args.algorithm, time_limit=args.time_limit)
+    try:
+        result = plan(
+            board, workload, args.algorithm, time_limit=args.time_limit, effort=args.effort
+        )
+    except SearchStopped as stopped:
+        if args.json:  # the one line on stderr, and its figures as JSON
+            sys.stdout.write(json.dumps({"stopped": stopped.to_json()}, indent=2) + "\n")
+        raise
+    if result.stopped is not None:
+        print(
+            f"memplace: search stopped at the time limit after {result.stopped} nodes: the "
+            "plan fits, but a longer search may find smaller peaks",
+            file=sys.stderr,
+        )
     if args.svg is not None:
         args.svg.write_text(render_svg(result), encoding="utf-8")
     if args.json:

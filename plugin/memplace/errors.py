@@ -55,6 +55,29 @@ class PlanningError(MemplaceError):
         super().__init__(message)
 
 
+class SearchStopped(MemplaceError):
+    """The user's time limit stopped the search before every buffer found a place: not a
+    proof that they do not fit (`PlanningError`), only that this search ran out of time."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, nodes: int, place: str, needs: int, capacity: int) -> None:
+        self.nodes = nodes
+        self.place = place
+        self.needs = needs
+        self.capacity = capacity
+        super().__init__(message)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "reason": "time limit",
+            "nodes": self.nodes,
+            "place": self.place,
+            "needs": self.needs,
+            "capacity": self.capacity,
+        }
+
+
 class CheckFailed(MemplaceError):
     """A verification found the firmware disagreeing with the plan or a budget."""
 

@@ -11,13 +11,12 @@ assignment's own offsets were kept (see `_offsets`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memplace.board import Board
 from memplace.errors import InputError, MemplaceError
-from memplace.planner.alignment import aligned_offset, planning_block
+from memplace.planner.alignment import aligned_offset, misaligned, planning_block
 from memplace.planner.arena import plan_with_arenas
 from memplace.planner.assign import Assigned, assign_places
 from memplace.planner.auto import auto
@@ -26,6 +25,7 @@ from memplace.planner.blocks import (
     Algorithm,
     Block,
     Budget,
+    Clock,
     Layout,
     layout,
     lower_bound,
@@ -65,38 +65,53 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 DEFAULT_ALGORITHM = "auto"
 
-SEARCH_NODES = 10**15
-"""Search nodes of a place's offset search in `plan`: no limit but the time limit, which
-the search uses to the end unless it proves its peak optimal first."""
-ASSIGN_SHARE = 0.25
-"""The part of the time limit that second chances in pool assignment may take."""
+WORK = 1_000_000_000
+"""The work budget of one plan, in search nodes times the blocks searched (a node costs
+time in proportion to the blocks it searches): pool assignment's searches, then the
+places' offset searches, share it. About ten seconds of the compiled core on the
+development machine; the plan depends on it, never on the machine's speed or load."""
 
 
 def plan(
     board: Board,
     workload: Workload,
     algorithm: str = DEFAULT_ALGORITHM,
-    time_limit: float = DEFAULT_TIME_LIMIT,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
     seed: int = 0,
+    effort: float = 1.0,
 ) -> Plan:
     """Place every buffer and constant of `workload` on `board`.
 
-    `time_limit` bounds, in seconds, the search for smaller peaks over all places; `seed`
-    feeds the randomised algorithms (hill-climb). Dynamic buffers share one arena per core
-    and pool (`arena`)."""
+    The searches count their work (search nodes), never seconds: `effort` multiplies the
+    work budget (WORK), and the plan is a function of the inputs and these options alone.
+    `time_limit`, when given, is a wall clock that only stops the searches early: a plan
+    so cut short says so (`Plan.stopped`), and a buffer left without a place then raises
+    `SearchStopped` rather than a planning error. `seed` feeds the randomised choices.
+    Dynamic buffers share one arena per core and pool (`arena`)."""
     if algorithm not in ALGORITHMS:
         raise InputError(
             f"no algorithm {algorithm!r}; {suggest(algorithm, ALGORITHMS)}", key="--algorithm"
         )
-    if not time_limit > 0:
+    if time_limit is not None and not time_limit > 0:
         raise InputError(f"a time limit is a positive number of seconds, not {time_limit}")
-    return plan_with_arenas(
-        board, workload, lambda w, share: _plan(board, w, algorithm, time_limit * share, seed)
+    if not effort > 0:
+        raise InputError(f"an effort is a positive number, not {effort}", key="--effort")
+    clock = Clock(time_limit)
+    work = int(WORK * effort)
+    result = plan_with_arenas(
+        board,
+        workload,
+        lambda w, share: _plan(board, w, algorithm, int(work * share), clock, seed),
     )
+    if clock.stopped:
+        return replace(result, stopped=clock.nodes)
+    return result
 
 
-def _plan(board: Board, workload: Workload, algorithm: str, time_limit: float, seed: int) -> Plan:
-    deadline = time.monotonic() + time_limit
+def _plan(
+    board: Board, workload: Workload, algorithm: str, work: int, clock: Clock, seed: int
+) -> Plan:
+    start = clock.work
     candidates = resolve(board, workload)
     capacities = _capacities(board)
     # The greedy algorithms assign greedily too; the others give spilled buffers a second
@@ -107,10 +122,11 @@ def _plan(board: Board, workload: Workload, algorithm: str, time_limit: float, s
         candidates,
         blocks,
         capacities,
-        time_limit * ASSIGN_SHARE * searching,
-        time_limit * searching,
+        work * searching,
+        clock,
     )
-    offsets, outcomes = _offsets(candidates, capacities, assigned, algorithm, deadline, seed)
+    left = max(0, work - (clock.work - start))
+    offsets, outcomes = _offsets(candidates, capacities, assigned, algorithm, left, clock, seed)
     placements = tuple(
         Placement(
             name=c.buffer.name,
@@ -128,6 +144,12 @@ def _plan(board: Board, workload: Workload, algorithm: str, time_limit: float, s
         )
         for i, c in enumerate(candidates)
     )
+    for placement, place in zip(placements, assigned.place, strict=True):
+        problem = misaligned(board, place, placement.name, placement.offset, placement.align)
+        if problem:
+            raise MemplaceError(
+                f"memplace bug: {problem}; please report it with the board and workload"
+            )
     return Plan(
         board=board.name,
         workload=workload.name,
@@ -168,7 +190,8 @@ def _offsets(
     capacities: dict[Place, int],
     assigned: Assigned,
     algorithm: str,
-    deadline: float,
+    work: int,
+    clock: Clock,
     seed: int,
 ) -> tuple[list[int], dict[Place, _Outcome]]:
     """Every buffer's offset, from `algorithm` place by place and checked, and each place's
@@ -178,7 +201,8 @@ def _offsets(
     so a plan never passes one algorithm's offsets off as another's: when `algorithm` does
     not fit them within the capacity (the assignment's always fit), and, for `auto`, which
     promises the best it finds, when they are better, or already meet the lower bound (no
-    search needed). Places that need a search share what is left of the time limit."""
+    search needed). Places that need a search share what is left of the work budget
+    (`work`, search nodes times blocks)."""
     offsets = list(assigned.offset)
     members: dict[Place, list[int]] = {}
     for i, place in enumerate(assigned.place):
@@ -186,16 +210,20 @@ def _offsets(
     kept = {place: _kept(assigned, group) for place, group in members.items()}
     searches = sum(1 for first in kept.values() if not first.layout.optimal)
     outcomes: dict[Place, _Outcome] = {}
+    start = clock.work
     for place, group in members.items():
         mine = [assigned.blocks[i] for i in group]
         first = kept[place]
         if algorithm == "auto" and first.layout.optimal:
             found = first.layout  # nothing smaller to search for
         else:
-            share = max(0.0, deadline - time.monotonic()) / max(1, searches)
+            share = max(0, work - (clock.work - start)) // max(1, searches)
             searches -= 0 if first.layout.optimal else 1
             budget = Budget(
-                capacity=capacities[place], time_limit=share, nodes=SEARCH_NODES, seed=seed
+                capacity=capacities[place],
+                nodes=max(1, share // len(mine)),
+                seed=seed,
+                clock=clock,
             )
             found = _search(algorithm, place, mine, budget)
             if found.peak > capacities[place] or (

@@ -73,8 +73,11 @@ def planning_block(options: Candidates, board: Board) -> Block:
 def aligned_offset(board: Board, buffer: Buffer, place: Place, offset: int) -> int:
     """The offset of `buffer` inside its planning block at `offset`: the first one whose
     address is aligned in every view. Refuses views that no single offset aligns."""
-    if place.pool is None or buffer.align <= place_grain(board, place):
-        return offset
+    if place.pool is None:
+        return offset + -offset % buffer.align  # a stack keeps offsets from its own start
+    # Not only where this pool's base is aligned less than the buffer: the block may have
+    # been planned at another candidate's grain (`planning_block`), so its offset here can
+    # be aligned less than the buffer even in a pool whose base is aligned more.
     bases = pool_bases(board, place.pool)
     residues = {base % buffer.align for base in bases}
     if len(residues) > 1:
@@ -84,6 +87,18 @@ def aligned_offset(board: Board, buffer: Buffer, place: Place, offset: int) -> i
             f"it starts at {_hex(bases)}, which differ modulo {buffer.align}",
         )
     return offset + (-(bases[0] + offset)) % buffer.align
+
+
+def misaligned(board: Board, place: Place, name: str, offset: int, align: int) -> str | None:
+    """Why a buffer at `offset` in `place` breaks its alignment in some core's view (None:
+    it does not): the check every plan passes before it is returned."""
+    if place.pool is None:
+        bad = [offset] if offset % align else []
+    else:
+        bad = [base + offset for base in pool_bases(board, place.pool) if (base + offset) % align]
+    if not bad:
+        return None
+    return f"{name} at {_hex(bad)} in {place.label} is not aligned to {align}"
 
 
 def _hex(addresses: Sequence[int]) -> str:

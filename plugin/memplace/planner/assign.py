@@ -24,14 +24,13 @@ error naming each candidate and how many bytes it lacks there at its worst step 
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memplace.errors import PlanningError
+from memplace.errors import PlanningError, SearchStopped
 from memplace.planner import core
 from memplace.planner.auto import auto
-from memplace.planner.blocks import Block, Budget
+from memplace.planner.blocks import Block, Budget, Clock
 from memplace.scopes import Candidates, Place
 
 RESCUE_ATTEMPTS = 64
@@ -41,8 +40,8 @@ RESCUE_MISSES = 4
 that turned down several buffers is full in all but name."""
 RESCUE_NODES = 20_000
 """Search nodes one second chance may spend; it stops as soon as the buffer fits."""
-PACKING_NODES = 10**15
-"""Search nodes of the packing of homeless buffers: no limit but its share of the time."""
+RESCUE_SHARE = 0.25
+"""The part of the work budget that second chances may take, at most."""
 RESCUE_MAX_BLOCKS = 2000
 """Places holding more blocks than this get no second chances (their search is slow)."""
 
@@ -75,14 +74,16 @@ def assign_places(
     candidates: Sequence[Candidates],
     blocks: Sequence[Block],
     capacities: dict[Place, int],
-    seconds: float,
-    search_seconds: float = 0.0,
+    work: int = 0,
+    clock: Clock | None = None,
 ) -> Assigned:
     """Choose a place and a sound first offset for every buffer (see the module doc);
     `blocks` stand for the buffers while offsets are searched (`alignment`).
 
-    `seconds` bounds the second chances; `search_seconds` the packing of buffers that
-    still fit nowhere (0: no packing, a greedy assignment)."""
+    `work` (search nodes times blocks) bounds the packing of buffers that still fit
+    nowhere, the search over assignments and the second chances (0: none of them, a
+    greedy assignment); `clock` is the user's wall clock, if any, and counts the work."""
+    clock = Clock() if clock is None else clock
     places = list(capacities)
     index = {place: k for k, place in enumerate(places)}
     order = buffer_order(candidates)
@@ -90,19 +91,23 @@ def assign_places(
     first = core.assign(blocks, order, options, [capacities[p] for p in places])
     chosen, offset = list(first.place), list(first.offset)
     sizes = [capacities[p] for p in places]
-    if search_seconds > 0:
-        deadline = time.monotonic() + search_seconds
-        # The search over assignments needs time only where a buffer has a choice.
+    tried: dict[int, int] = {}  # place -> the lowest peak a packing search found there
+    if work > 0:
+        start = clock.work
+        # The search over assignments needs work only where a buffer has a choice.
         choices = any(len(places) > 1 for places in options)
-        share = search_seconds / 2 if choices else search_seconds
-        _pack_homeless(blocks, order, options, sizes, chosen, offset, share)
+        share = work // 2 if choices else work
+        _pack_homeless(blocks, order, options, sizes, chosen, offset, share, clock, tried)
         if any(p < 0 for p in chosen):
-            found = _search_assignment(blocks, order, options, sizes, deadline)
+            left = work - (clock.work - start)
+            found = _search_assignment(blocks, order, options, sizes, left, clock)
             if found is not None:
                 chosen, offset = found
-    _second_chances(blocks, order, options, sizes, chosen, offset, seconds)
+        rescue = int(work * RESCUE_SHARE)
+        _second_chances(blocks, order, options, sizes, chosen, offset, rescue, clock)
     for i in order:
         if chosen[i] < 0:
+            _stopped(clock, options[i], tried, places, sizes)
             placed = [(places[p], blocks[j]) for j, p in enumerate(chosen) if p >= 0]
             _fits_nowhere(candidates[i], first.ends(i), capacities, blocks[i], placed)
     return Assigned(
@@ -123,10 +128,12 @@ def _second_chances(
     capacities: Sequence[int],
     chosen: list[int],
     offset: list[int],
-    seconds: float,
+    work: int,
+    clock: Clock,
 ) -> None:
-    """Move spilled (or homeless) buffers to faster candidates where a search fits them."""
-    deadline = time.monotonic() + seconds
+    """Move spilled (or homeless) buffers to faster candidates where a search fits them,
+    within `work` (search nodes times blocks)."""
+    start = clock.work
     attempts = RESCUE_ATTEMPTS
     misses = [0] * len(capacities)
     members: dict[int, list[int]] = {p: [] for p in range(len(capacities))}
@@ -137,7 +144,7 @@ def _second_chances(
     for i in order:
         current = options[i].index(chosen[i]) if chosen[i] >= 0 else len(options[i])
         for p in options[i][:current]:
-            if attempts <= 0 or time.monotonic() > deadline:
+            if attempts <= 0 or clock.work - start >= work or clock.expired():
                 return
             if len(members[p]) >= RESCUE_MAX_BLOCKS or misses[p] >= RESCUE_MISSES:
                 continue
@@ -146,10 +153,7 @@ def _second_chances(
             attempts -= 1
             group = [*members[p], i]
             budget = Budget(
-                capacity=capacities[p],
-                time_limit=max(0.0, deadline - time.monotonic()),
-                nodes=RESCUE_NODES,
-                goal=capacities[p],
+                capacity=capacities[p], nodes=RESCUE_NODES, goal=capacities[p], clock=clock
             )
             found = auto([blocks[j] for j in group], budget)
             if found.peak > capacities[p]:
@@ -174,15 +178,18 @@ def _pack_homeless(
     capacities: Sequence[int],
     chosen: list[int],
     offset: list[int],
-    seconds: float,
+    work: int,
+    clock: Clock,
+    tried: dict[int, int],
 ) -> None:
     """Put every buffer that fits nowhere into its fastest candidate whose lower bound
-    admits it, and search offsets for each place so filled; a place whose search does not
-    fit its capacity within its share of the time takes none of them."""
+    admits it, and search offsets for each place so filled, within `work` (search nodes
+    times blocks); a place whose search does not fit its capacity within its share takes
+    none of them, and `tried` keeps the lowest peak its search found."""
     homeless = [i for i in order if chosen[i] < 0]
     if not homeless:
         return
-    deadline = time.monotonic() + seconds
+    start = clock.work
     members: dict[int, list[int]] = {p: [] for p in range(len(capacities))}
     for i, p in enumerate(chosen):
         if p >= 0:
@@ -197,12 +204,16 @@ def _pack_homeless(
                 break
     for left, (p, arrived) in enumerate(sorted(arrivals.items()), start=0):
         group = [*members[p], *arrived]
-        share = max(0.0, deadline - time.monotonic()) / (len(arrivals) - left)
+        share = max(0, work - (clock.work - start)) // (len(arrivals) - left)
         budget = Budget(
-            capacity=capacities[p], time_limit=share, nodes=PACKING_NODES, goal=capacities[p]
+            capacity=capacities[p],
+            nodes=max(1, share // len(group)),
+            goal=capacities[p],
+            clock=clock,
         )
         found = auto([blocks[j] for j in group], budget)
         if found.peak > capacities[p]:
+            tried[p] = found.peak
             continue
         members[p] = group
         for j, at in zip(group, found.offsets, strict=True):
@@ -215,21 +226,25 @@ def _search_assignment(
     order: Sequence[int],
     options: Sequence[Sequence[int]],
     capacities: Sequence[int],
-    deadline: float,
+    work: int,
+    clock: Clock,
 ) -> tuple[list[int], list[int]] | None:
     """Assign every buffer anew, by a depth-first search over its candidates (fastest
     first, in `order`) that keeps each place's lower bound within its capacity, and accept
     the first complete assignment whose places all get offsets within their capacities;
-    None when the time runs out first. Iterative: a workload can hold more buffers than
-    Python's recursion allows."""
+    None when `work` (search nodes times blocks; a move of the search over assignments
+    costs as much as a node on all the buffers) runs out first. Iterative: a workload can
+    hold more buffers than Python's recursion allows."""
+    start = clock.work
     empty: dict[int, list[int]] = {p: [] for p in range(len(capacities))}
     live = _LiveBytes(blocks, empty)
     chosen = [-1] * len(blocks)
     tried = [0] * len(order)
     depth = 0
-    while depth >= 0 and time.monotonic() < deadline:
+    while depth >= 0 and clock.work - start < work and not clock.expired():
+        clock.work += len(blocks)
         if depth == len(order):
-            offsets = _offsets_within(blocks, chosen, capacities, deadline)
+            offsets = _offsets_within(blocks, chosen, capacities, clock)
             if offsets is not None:
                 return chosen, offsets
             depth -= 1
@@ -256,7 +271,7 @@ def _search_assignment(
 
 
 def _offsets_within(
-    blocks: Sequence[Block], chosen: Sequence[int], capacities: Sequence[int], deadline: float
+    blocks: Sequence[Block], chosen: Sequence[int], capacities: Sequence[int], clock: Clock
 ) -> list[int] | None:
     """Offsets for every place of the assignment `chosen`, each within its capacity, or
     None as soon as one place's search does not fit it."""
@@ -265,12 +280,7 @@ def _offsets_within(
         group = [i for i, q in enumerate(chosen) if q == p]
         if not group:
             continue
-        budget = Budget(
-            capacity=capacity,
-            time_limit=max(0.0, deadline - time.monotonic()),
-            nodes=RESCUE_NODES,
-            goal=capacity,
-        )
+        budget = Budget(capacity=capacity, nodes=RESCUE_NODES, goal=capacity, clock=clock)
         found = auto([blocks[i] for i in group], budget)
         if found.peak > capacity:
             return None
@@ -314,6 +324,30 @@ class _LiveBytes:
         line = self.line(place)
         for k in self.span(block):
             line[k] += sign * block.size
+
+
+def _stopped(
+    clock: Clock,
+    options: Sequence[int],
+    tried: dict[int, int],
+    places: Sequence[Place],
+    capacities: Sequence[int],
+) -> None:
+    """Where the user's time limit stopped a search before a buffer found a place, say so
+    rather than that it fits nowhere: the search had not finished."""
+    searched = [p for p in options if p in tried]
+    if not clock.stopped or not searched:
+        return
+    p = searched[0]
+    kind = "pool " if places[p].pool is not None else ""
+    raise SearchStopped(
+        f"search stopped at the time limit after {clock.nodes} nodes: the best placement "
+        f"found needs {tried[p]} bytes of {kind}{places[p].label}'s {capacities[p]}",
+        nodes=clock.nodes,
+        place=places[p].label,
+        needs=tried[p],
+        capacity=capacities[p],
+    )
 
 
 def _fits_nowhere(

@@ -1,30 +1,34 @@
 """The default: the cheapest algorithm that settles the question, within the budget.
 
 Both greedy orders first (milliseconds even for 100k blocks); when neither meets the lower
-bound (or the budget's goal), where the exact search can afford a real try: the exact
-search on the coalesced blocks (`coalesce`, stacks first) for COALESCED_SHARE of the
-time, then, where coalescing chains first leaves fewer blocks, on those for
-COALESCED_SHARE of the rest (on the time x memory strips of the benchmarks it leaves
-a tenth to a third fewer, and finds peaks up to 8% lower), then on the
-blocks themselves from the best placement so far; elsewhere the better greedy order
-stands. Places of windows.LARGE blocks or more go from the greedy-size placement to
-`windows` instead (the hot windows of the timeline searched, the rest placed around them).
-Places of more than MANY blocks search each coalescing of PORTFOLIO in turn
-instead, each with the exact search's rounds and then its seeded dives (`exact.dive`).
+bound (or the budget's goal), where the exact search can afford a real try, the exact
+search on three instances: the coalesced blocks (`coalesce`, stacks first), where
+coalescing chains first leaves fewer blocks those too (on the time x memory strips of the
+benchmarks a tenth to a third fewer, and peaks up to 8% lower), and the blocks
+themselves, from the best placement so far. They take turns (`_ladder`), each turn with
+twice the nodes of the one before, until one meets the goal or proves its peak optimal, or
+the budget is spent: what one of them finds at once is found at once whatever the budget,
+so the time to fit does not grow with it. Places of windows.LARGE blocks or more go from
+the greedy-size placement to `windows` instead (the hot windows of the timeline searched,
+the rest placed around them). Places of more than MANY blocks search each
+coalescing of PORTFOLIO in turn instead, each with the exact search's rounds and then its
+seeded dives (`exact.dive`).
 
-The exact search's nodes each cost time in proportion to the blocks, so it gets
-EFFORT / blocks nodes (at most the budget's): about the same time, a second or so here,
-whatever the size. One try at a target under one of its three orders of the blocks takes
-twice as many nodes as there are blocks; where the share does not cover a first try under
-each order (above about 7000 blocks), or the blocks meet in more pairs than its table
-takes, there is no search. Hill climbing is no help there: on the random workloads of
-benchmarks/planner.py it took seconds to gain 16 bytes in 1.2 MB at 10,000 blocks and 208
-bytes in 1.3 MB at 100,000, each of its steps placing every block again.
+Budgets are search nodes, never seconds, so the answer depends on the blocks and the
+budget alone. A node costs time in proportion to the blocks searched, so a search on
+coalesced blocks gets as many more nodes as there are fewer of them (the budget's `nodes`
+count nodes on the blocks themselves), and the exact search gets at most EFFORT / blocks
+nodes for its first try: one try at a target under one of its three orders of the blocks
+takes twice as many nodes as there are blocks; where EFFORT does not cover a first try
+under each order (above about 7000 blocks), or the blocks meet in more pairs than its
+table takes, there is no search. Hill climbing is no help there: on the random workloads
+of benchmarks/planner.py it took seconds to gain 16 bytes in 1.2 MB at 10,000 blocks and
+208 bytes in 1.3 MB at 100,000, each of its steps placing every block again.
 """
 
 from __future__ import annotations
 
-import time
+import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -41,9 +45,11 @@ from memplace.planner.greedy import (
 )
 from memplace.planner.windows import LARGE, improve_windows
 
-COALESCED_SHARE = 0.5
-"""The part of the search time spent on the coalesced blocks (`coalesce`), where there are
-fewer of them than blocks."""
+WEIGHTS = (2, 1, 1)
+"""The nodes of each turn of `_ladder`, in parts: the coalesced blocks (stacks first), the
+blocks coalesced chains first, the blocks themselves."""
+FIRST_TURN = 16
+"""Nodes per block of the first turn of `_ladder`, in all; each turn doubles them."""
 MANY = 1000
 """Blocks above which a place is searched through each coalescing of PORTFOLIO: the exact
 search on the blocks themselves settles little there."""
@@ -58,16 +64,15 @@ PORTFOLIO: tuple[tuple[bool, Pairing, float], ...] = (
 blocks: on the time x memory strips of the benchmarks each finds the lowest peak on some,
 peaks up to 10% apart."""
 SEARCH_SHARE = 0.25
-"""On places of MANY blocks, the part of each coalescing's time for the exact search's
+"""On places of MANY blocks, the part of each coalescing's nodes for the exact search's
 rounds; seeded dives (`exact.dive`) take the rest."""
 MANY_SHARE = 0.9
-"""The part of the time the coalesced searches of PORTFOLIO share."""
+"""The part of the budget the coalesced searches of PORTFOLIO share."""
 EFFORT = 300_000_000
-"""Search nodes times blocks the exact search may spend in one call of `auto`."""
+"""Search nodes times blocks the exact search must be able to spend on a first try."""
 
 
 def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
-    started = time.monotonic()
     bound = lower_bound(blocks)
     goal = max(bound, budget.goal or 0)
     best = layout(
@@ -91,64 +96,96 @@ def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
     if best.peak <= goal or not affordable or sum(conflicts) // 2 > MAX_PAIRS:
         return best
     if len(blocks) > MANY:
-        left = budget.time_limit - (time.monotonic() - started)
-        best = _portfolio(blocks, replace(budget, time_limit=left), best, bound, goal)
-    else:
-        left = budget.time_limit - (time.monotonic() - started)
-        merged = coalesce(blocks)
-        share = left * COALESCED_SHARE
-        best = _coalesced(blocks, merged, replace(budget, time_limit=share), best, bound)
-        if best.peak <= goal:
-            return best
-        chained = coalesce(blocks, chains_first=True)
-        if len(chained.blocks) < len(merged.blocks):
-            left = budget.time_limit - (time.monotonic() - started)
-            share = left * COALESCED_SHARE
-            best = _coalesced(blocks, chained, replace(budget, time_limit=share), best, bound)
-    if best.peak <= goal:
-        return best
-    left = budget.time_limit - (time.monotonic() - started)
-    return improve(blocks, replace(budget, time_limit=left), best, bound)
+        return _portfolio(blocks, budget, best, bound, goal)
+    return _ladder(blocks, budget, best, bound, goal)
+
+
+class _Rung:
+    """One of the instances `_ladder` searches: coalesced blocks (or the blocks
+    themselves, `merged` None) and the best placement of them found so far."""
+
+    def __init__(self, blocks: Sequence[Block], merged: Coalesced | None, best: Layout) -> None:
+        self.merged = merged
+        if merged is None:
+            self.blocks: Sequence[Block] = blocks
+            self.best = best
+        else:
+            self.blocks = merged.blocks
+            self.best = min(greedy_size(merged.blocks), greedy_conflicts(merged.blocks), key=_peak)
+
+
+def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, goal: int) -> Layout:
+    """`best`, or the best offsets the exact search finds on the coalesced blocks and on the
+    blocks themselves, taking turns with ever more nodes (see the module doc)."""
+    n = len(blocks)
+    merged = coalesce(blocks)
+    rungs = [_Rung(blocks, merged, best)] if len(merged.blocks) < n else []
+    chained = coalesce(blocks, chains_first=True)
+    if len(chained.blocks) < len(merged.blocks):
+        rungs.append(_Rung(blocks, chained, best))
+    rungs.append(_Rung(blocks, None, best))
+    weights = WEIGHTS[-len(rungs) :] if len(rungs) < len(WEIGHTS) else WEIGHTS
+    work = budget.nodes * n  # nodes times blocks
+    turn = FIRST_TURN * n * n
+    start = budget.clock.work
+    for k in itertools.count():
+        left = work - (budget.clock.work - start)
+        if left <= 0 or budget.clock.expired():
+            break
+        # The last turn takes all that is left, rather than leave less than a turn.
+        share = left if left < 3 * turn else turn
+        for rung, weight in zip(rungs, weights, strict=True):
+            nodes = share * weight // sum(weights) // len(rung.blocks)
+            if rung.merged is None:
+                rung.best = best
+            step = replace(budget, nodes=max(nodes, 1), seed=budget.seed + 1009 * k)
+            found = improve(rung.blocks, step, rung.best)
+            rung.best = found
+            if rung.merged is None:
+                if found.peak < best.peak or found.optimal:
+                    best = found
+            elif found.peak < best.peak:
+                offsets = rung.merged.expand(found.offsets, n)
+                best = layout(blocks, offsets, algorithm=found.algorithm or "exact", bound=bound)
+            if best.peak <= goal or best.optimal:
+                return best
+        turn *= 2
+    return best
 
 
 def _portfolio(
     blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, goal: int
 ) -> Layout:
     """`best`, or the best offsets the exact search finds for the blocks coalesced in each
-    of the ways of PORTFOLIO, in turn, sharing MANY_SHARE of the time equally."""
-    until = time.monotonic() + budget.time_limit * MANY_SHARE
-    for k, (chains_first, pairing, loose) in enumerate(PORTFOLIO):
+    of the ways of PORTFOLIO, in turn, sharing MANY_SHARE of the nodes equally; then on the
+    blocks themselves with the rest."""
+    n = len(blocks)
+    work = budget.nodes * n
+    start = budget.clock.work
+    for chains_first, pairing, loose in PORTFOLIO:
         if best.peak <= goal:
-            break
+            return best
         merged = coalesce(blocks, chains_first=chains_first, pairing=pairing, loose=loose)
-        share = max(0.0, until - time.monotonic()) / (len(PORTFOLIO) - k)
-        best = _coalesced(blocks, merged, replace(budget, time_limit=share), best, bound, True)
-    return best
+        share = int(work * MANY_SHARE) // len(PORTFOLIO) // len(merged.blocks)
+        best = _coalesced(blocks, merged, replace(budget, nodes=share), best, bound)
+    left = (work - (budget.clock.work - start)) // n
+    if best.peak <= goal or left <= 0:
+        return best
+    return improve(blocks, replace(budget, nodes=left), best, bound)
 
 
 def _coalesced(
-    blocks: Sequence[Block],
-    merged: Coalesced,
-    budget: Budget,
-    best: Layout,
-    bound: int,
-    dives: bool = False,
+    blocks: Sequence[Block], merged: Coalesced, budget: Budget, best: Layout, bound: int
 ) -> Layout:
-    """`best`, or the better offsets the exact search finds for the coalesced blocks (with
-    `dives`, its rounds for SEARCH_SHARE of the time and seeded dives for the rest)."""
+    """`best`, or the better offsets the exact search finds for the coalesced blocks: its
+    rounds for SEARCH_SHARE of the nodes and seeded dives for the rest."""
     if len(merged.blocks) == len(blocks):
         return best
     start = min(greedy_size(merged.blocks), greedy_conflicts(merged.blocks), key=_peak)
-    if not dives:
-        found = improve(merged.blocks, budget, start)
-    else:
-        until = time.monotonic() + budget.time_limit
-        found = improve(
-            merged.blocks, replace(budget, time_limit=budget.time_limit * SEARCH_SHARE), start
-        )
-        if not found.optimal:
-            left = max(0.0, until - time.monotonic())
-            found = dive(merged.blocks, replace(budget, time_limit=left), found)
+    rounds = int(budget.nodes * SEARCH_SHARE)
+    found = improve(merged.blocks, replace(budget, nodes=rounds), start)
+    if not found.optimal:
+        found = dive(merged.blocks, replace(budget, nodes=budget.nodes - rounds), found)
     if found.peak >= best.peak:
         return best
     offsets = merged.expand(found.offsets, len(blocks))

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-DEFAULT_TIME_LIMIT = 10.0
-"""Seconds an algorithm may spend on one place unless told otherwise."""
+DEFAULT_TIME_LIMIT: float | None = None
+"""No wall-clock limit unless the user gives one: the searches stop at their work budgets
+(`Budget.nodes`), so a plan depends on its inputs and options alone."""
 
 
 @dataclass(frozen=True)
@@ -35,17 +37,50 @@ class Block:
         return self.first <= other.last and other.first <= self.last
 
 
+class Clock:
+    """The wall-clock limit a user gave to one plan's searches (None: none), and what they
+    did under it: the search nodes they visited and whether the limit stopped one of them.
+
+    Only a user's limit reads the clock; without one, searches stop at their node budgets
+    alone and the plan is the same on any machine under any load."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.deadline = math.inf if seconds is None else time.monotonic() + seconds
+        self.nodes = 0
+        self.work = 0
+        """Nodes times the blocks searched: what the work budgets share (`plan`)."""
+        self.stopped = False
+
+    def left(self) -> float:
+        """Seconds left (infinite without a limit); marks the clock stopped at zero."""
+        if self.deadline == math.inf:
+            return math.inf
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.stopped = True
+        return max(left, 0.0)
+
+    def expired(self) -> bool:
+        return self.left() <= 0
+
+    def seconds(self) -> float:
+        """What the compiled core takes as its time limit: a finite number."""
+        return min(self.left(), 1e18)
+
+
 @dataclass(frozen=True)
 class Budget:
-    """What an algorithm may spend. Searches stop at whichever limit comes first; a result
-    cut short by `time_limit` may depend on the machine, one cut by `nodes` does not."""
+    """What an algorithm may spend: search nodes, which the result depends on and nothing
+    else, and (optionally) the user's wall clock, which only stops a search early."""
 
     capacity: int | None = None
     """Bytes the place holds (None: unbounded): the first target of a search."""
-    time_limit: float = DEFAULT_TIME_LIMIT
-    """Seconds of wall-clock time."""
     nodes: int = 500_000
-    """Search nodes, in total (a hill-climbing step costs one node per block)."""
+    """Search nodes, in total, on these blocks (a hill-climbing step costs one node per
+    block; a search on fewer blocks, coalesced ones, gets as many more nodes as it has
+    fewer blocks: a node costs time in proportion to the blocks)."""
+    clock: Clock = field(default_factory=Clock, compare=False)
+    """The wall-clock limit and the record of the searches (`Clock`)."""
     goal: int | None = None
     """A peak that is good enough: searches stop once they reach it (None: only a proven
     optimum stops them)."""

@@ -26,7 +26,6 @@ the square of the blocks live at once, so `exact` refuses more than MAX_PAIRS su
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -35,6 +34,7 @@ from memplace.planner.blocks import (
     DEFAULT_BUDGET,
     Block,
     Budget,
+    Clock,
     Layout,
     grain,
     layout,
@@ -97,7 +97,7 @@ def improve(
     """Search below the peak of `best` until it is proven optimal or the budget is spent.
     The answer names the exact search as its algorithm when the search found it, and keeps
     `best`'s name otherwise. `bound` is the blocks' lower bound, when known."""
-    deadline = time.monotonic() + budget.time_limit
+    clock = budget.clock
     step = grain(blocks)
     bound = lower_bound(blocks) if bound is None else bound
     # Peaks are multiples of the grain, so the bound rounds up to one.
@@ -114,11 +114,10 @@ def improve(
         targets = _targets(low, best.peak, budget.capacity, step, budget.goal)
         for target in targets:
             for heuristic in orders:
-                seconds = deadline - time.monotonic()
-                if seconds <= 0 or nodes_left <= 0:
+                if clock.expired() or nodes_left <= 0:
                     return _answer(blocks, best, False, bound)
-                status, offsets, nodes = core.search(
-                    blocks, heuristic, target, min(limit, nodes_left), seconds
+                status, offsets, nodes = _search(
+                    clock, blocks, heuristic, target, min(limit, nodes_left)
                 )
                 nodes_left -= nodes
                 if status == core.FOUND:
@@ -137,7 +136,7 @@ def improve(
             # The skyline search's seeded dives: they find packings (perfect ones above
             # all) the orders miss, but never prove that none exists.
             found, nodes = _skyline(
-                blocks, target, rounds, budget, deadline, min(limit, SKYLINE_NODES), nodes_left
+                blocks, target, rounds, budget, min(limit, SKYLINE_NODES), nodes_left
             )
             nodes_left -= nodes
             if found is not None:
@@ -149,12 +148,7 @@ def improve(
             spend = min(round_start - nodes_left, nodes_left)
             dived = dive(
                 blocks,
-                replace(
-                    budget,
-                    time_limit=deadline - time.monotonic(),
-                    nodes=spend,
-                    seed=budget.seed + rounds + 1,
-                ),
+                replace(budget, nodes=spend, seed=budget.seed + rounds + 1),
                 best,
                 low,
             )
@@ -179,22 +173,20 @@ def dive(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | Non
     (on the 4226-block strip s102 of benchmarks/planner.py, from 1.118x to 1.10x the bound
     in 8 s). The dives prove nothing unless one happens to finish its search; `best` keeps
     its name unless a dive finds a lower peak."""
-    deadline = time.monotonic() + budget.time_limit
     step = grain(blocks)
     bound = lower_bound(blocks) if bound is None else bound
     low, nodes_left = -(-bound // step) * step, budget.nodes
     goal = max(low, budget.goal or 0)
     orders = HEURISTICS + RESTARTS
     for k in itertools.count():
-        seconds = deadline - time.monotonic()
-        if best.peak <= goal or seconds <= 0 or nodes_left <= 0:
+        if best.peak <= goal or nodes_left <= 0 or budget.clock.expired():
             break
         gap = max(step, (best.peak - low) // DIVE_STEP)
         target = max(low, (best.peak - gap) // step * step)
         seed = budget.seed * 1_000_003 + k + 1
         limit = min(DIVE_NODES * len(blocks), nodes_left)
-        status, offsets, nodes = core.search(
-            blocks, orders[k % len(orders)], target, limit, seconds, seed
+        status, offsets, nodes = _search(
+            budget.clock, blocks, orders[k % len(orders)], target, limit, seed
         )
         nodes_left -= nodes
         if status == core.FOUND:
@@ -209,24 +201,40 @@ def _skyline(
     target: int,
     rounds: int,
     budget: Budget,
-    deadline: float,
     per_dive: int,
     nodes_left: int,
 ) -> tuple[Layout | None, int]:
     """A placement within `target` from this round's dives of the skyline search, each of
     at most `per_dive` nodes (None: none found), and the nodes they took."""
     spent = 0
+    clock = budget.clock
     for k in range(SKYLINE_TRIES):
-        seconds = deadline - time.monotonic()
-        if seconds <= 0 or spent >= nodes_left:
+        if spent >= nodes_left or clock.expired():
             break
         seed = rounds * SKYLINE_TRIES + k + budget.seed * 1_000_003
         limit = min(per_dive, nodes_left - spent)
-        status, offsets, nodes = core.skyline(blocks, target, seed, limit, seconds)
+        status, offsets, nodes = core.skyline(blocks, target, seed, limit, clock.seconds())
+        _count(clock, status, nodes, len(blocks))
         spent += nodes
         if status == core.FOUND:
             return Layout(tuple(offsets), peak(blocks, offsets), False, "exact"), spent
     return None, spent
+
+
+def _search(
+    clock: Clock, blocks: Sequence[Block], order: str, target: int, limit: int, seed: int = 0
+) -> tuple[int, list[int], int]:
+    """`core.search` under the user's wall clock, counted on it."""
+    status, offsets, nodes = core.search(blocks, order, target, limit, clock.seconds(), seed)
+    _count(clock, status, nodes, len(blocks))
+    return status, offsets, nodes
+
+
+def _count(clock: Clock, status: int, nodes: int, blocks: int) -> None:
+    clock.nodes += nodes
+    clock.work += nodes * blocks
+    if status == core.TIME_LIMIT:
+        clock.stopped = True
 
 
 def _answer(blocks: Sequence[Block], best: Layout, proven: bool, bound: int) -> Layout:

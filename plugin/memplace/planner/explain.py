@@ -181,17 +181,19 @@ def explain(
     board: Board,
     workload: Workload,
     algorithm: str = DEFAULT_ALGORITHM,
-    time_limit: float = DEFAULT_TIME_LIMIT,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    effort: float = 1.0,
 ) -> Explanation:
     """Plan `workload` on `board` and say why each buffer went where it did."""
     candidates = resolve(board, workload)
     error: PlanningError | None = None
     failed: dict[str, PlanningError] = {}
+    options: dict[str, Any] = {"algorithm": algorithm, "time_limit": time_limit, "effort": effort}
     try:
-        result = plan(board, workload, algorithm=algorithm, time_limit=time_limit)
+        result = plan(board, workload, **options)
     except PlanningError as exc:
         error = exc
-        result, failed = _plan_without_misfits(board, workload, algorithm, time_limit, exc)
+        result, failed = _plan_without_misfits(board, workload, options, exc)
     stories = tuple(
         _story(result, c, failed[c.buffer.name].shortfalls if c.buffer.name in failed else {})
         for c in candidates
@@ -206,15 +208,15 @@ def explain(
 
 
 def _plan_without_misfits(
-    board: Board, workload: Workload, algorithm: str, time_limit: float, error: PlanningError
+    board: Board, workload: Workload, options: dict[str, Any], error: PlanningError
 ) -> tuple[Plan, dict[str, PlanningError]]:
     """A plan of every buffer that fits, and the planner's error for each that fits
-    nowhere, in the order they failed."""
+    nowhere, in the order they failed; `options` are `plan`'s."""
     failed = {error.buffer: error}
     while True:
         fitting = workload.without(set(failed))
         try:
-            return plan(board, fitting, algorithm=algorithm, time_limit=time_limit), failed
+            return plan(board, fitting, **options), failed
         except PlanningError as again:
             failed[again.buffer] = again
 

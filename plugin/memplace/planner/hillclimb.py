@@ -12,7 +12,6 @@ lowered the peak: by then it wanders on a plateau.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Sequence
 
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound, peak
@@ -23,7 +22,6 @@ PATIENCE = 200
 
 
 def hill_climb(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
-    deadline = time.monotonic() + budget.time_limit
     rng = random.Random(budget.seed)
     bound = lower_bound(blocks)
     goal = max(bound, budget.goal or 0)
@@ -32,7 +30,7 @@ def hill_climb(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> L
     best = peak(blocks, offsets)
     stale = 0
     for _ in range(budget.nodes // max(1, len(blocks))):
-        if best <= goal or stale >= PATIENCE or len(blocks) < 2 or time.monotonic() > deadline:
+        if best <= goal or stale >= PATIENCE or len(blocks) < 2 or budget.clock.expired():
             break
         tops = [i for i in order if offsets[i] + blocks[i].size == best]
         position = order.index(tops[rng.randrange(len(tops))])
@@ -43,6 +41,8 @@ def hill_climb(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> L
         else:
             trial.insert(rng.randrange(position), trial.pop(position))
         moved = place_in_order(blocks, trial)
+        budget.clock.nodes += len(blocks)
+        budget.clock.work += len(blocks) ** 2
         height = peak(blocks, moved)
         stale = 0 if height < best else stale + 1
         if height <= best:

@@ -97,6 +97,10 @@ class Plan:
     pools: tuple[PoolUsage, ...]
     placements: tuple[Placement, ...]
     stacks: tuple[StackUsage, ...]
+    stopped: int | None = None
+    """Where the user's time limit stopped the search early: the search nodes it had
+    visited by then (None: the searches ran to their work budgets, and the plan depends on
+    the inputs and options alone)."""
 
     def pool(self, name: str) -> PoolUsage:
         for pool in self.pools:
@@ -176,6 +180,8 @@ class Plan:
     def json_lines(self) -> Iterator[str]:
         data = replace(self, placements=()).to_json()  # the placements a line each, below
         data["steps"] = self.steps_json()
+        if self.stopped is not None:
+            data["stopped"] = {"reason": "time limit", "nodes": self.stopped}
         stacks = data.pop("stacks")
         del data["placements"]
         yield json.dumps(data, indent=2)[:-2] + ",\n"  # without the closing brace

@@ -39,9 +39,6 @@ ROUNDS = 6
 LARGE = 7500
 """Blocks from which `auto` takes `windows` after greedy by size: about where its exact
 search can no longer afford a first try (`auto.EFFORT`)."""
-SEARCH_SECONDS = 1e9
-"""The wall-clock limit given to the window searches: none that binds; their node counts
-(WINDOW_NODES) stop them, so the answer is the same at any load."""
 
 
 def windows(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
@@ -61,13 +58,15 @@ def improve_windows(
     hot = [load > HOT * bound for load in timeline.loads]
     by_size = size_order(blocks)
     solved: dict[tuple[int, ...], list[int]] = {}
-    nodes_left = budget.nodes
+    # Work, as `plan` shares it: nodes times the blocks searched (a window's search costs
+    # its nodes times its blocks).
+    work_left = budget.nodes * len(blocks)
     for _ in range(ROUNDS):
         order: list[int] = []
         for group in timeline.windows(hot):
             if group not in solved:
-                found, spent = _search(blocks, group, goal, nodes_left, budget.seed)
-                nodes_left -= spent
+                found, spent = _search(blocks, group, goal, work_left, budget)
+                work_left -= spent
                 solved[group] = [i for _, i in sorted(zip(found, group, strict=True))]
             order += solved[group]
         taken = set(order)
@@ -77,7 +76,7 @@ def improve_windows(
         if tried.peak < best.peak:
             best = tried
         over = [i for i, at in enumerate(offsets) if at + blocks[i].size > goal]
-        if not over or nodes_left <= 0:
+        if not over or work_left <= 0 or budget.clock.expired():
             break
         grown = False
         for i in over:
@@ -91,17 +90,18 @@ def improve_windows(
 
 
 def _search(
-    blocks: Sequence[Block], group: tuple[int, ...], goal: int, nodes_left: int, seed: int
+    blocks: Sequence[Block], group: tuple[int, ...], goal: int, work_left: int, budget: Budget
 ) -> tuple[tuple[int, ...], int]:
-    """Offsets of the window's blocks from the exact search, and the nodes it took."""
+    """Offsets of the window's blocks from the exact search, and the work it took (nodes
+    times the window's blocks)."""
     mine = [blocks[i] for i in group]
     start = min(greedy_size(mine), greedy_conflicts(mine), key=lambda found: found.peak)
-    nodes = min(nodes_left, WINDOW_NODES * len(mine))
+    nodes = min(work_left // len(mine), WINDOW_NODES * len(mine))
     if nodes <= 0 or meeting_pairs(mine) > MAX_PAIRS:
         return start.offsets, 0
-    search = Budget(time_limit=SEARCH_SECONDS, nodes=nodes, goal=goal, seed=seed)
+    search = Budget(nodes=nodes, goal=goal, seed=budget.seed, clock=budget.clock)
     found = improve(mine, search, start)
-    return found.offsets, nodes
+    return found.offsets, nodes * len(mine)
 
 
 class _Timeline:

@@ -116,7 +116,7 @@ def place_model(
     model: Path,
     pool: str | None = None,
     kernels: str = "reference",
-    time_limit: float = DEFAULT_TIME_LIMIT,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
     measure: bool = True,
 ) -> TflmPlan:
     """Plan `model`'s arena on `board`; nothing is written. `measure` runs the host runtime
@@ -259,7 +259,7 @@ def _try_pool(
     scratch: list[Request],
     own: tuple[int, ...],
     pool: str,
-    time_limit: float,
+    time_limit: float | None,
 ) -> tuple[tuple[int, ...], str, int, bool] | None:
     """memplace's offsets in `pool`, or the runtime's own where those need less."""
     builder = WorkloadBuilder("tflm", graph.step_names(), source=graph.source)
