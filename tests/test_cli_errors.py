@@ -99,3 +99,9 @@ def test_a_name_too_long_for_a_file_name_is_an_input_error(
         "identifiers), got 300"
     )
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "0", "inf", "more"])
+def test_an_effort_is_positive_and_finite(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    err = _fails(capsys, 2, "plan", BOARD, str(demo_workload()), f"--effort={value}")
+    assert err.endswith(f"argument --effort: expected a positive number, got {value!r}")

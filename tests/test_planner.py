@@ -481,9 +481,11 @@ def test_unknown_algorithm(board: Board, demo_workload: Workload) -> None:
         plan(board, demo_workload, algorithm="greedy")
 
 
-def test_a_time_limit_is_positive(board: Board, demo_workload: Workload) -> None:
+def test_a_time_limit_and_an_effort_are_positive(board: Board, demo_workload: Workload) -> None:
     with pytest.raises(InputError, match="a time limit is a positive number of seconds"):
-        plan(board, demo_workload)
+        plan(board, demo_workload, time_limit=0)
+    with pytest.raises(InputError, match="--effort: an effort is a positive number, not 0"):
+        plan(board, demo_workload, effort=0)
 
 
 def test_constants_carry_bytes(board: Board, demo_workload: Workload) -> None:

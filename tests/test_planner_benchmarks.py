@@ -74,7 +74,10 @@ def test_memplace_plan_fits_every_challenging_instance_in_its_capacity(
     board = tmp_path / "board.yaml"
     board.write_text(ONE_POOL_BOARD)
     workload = _workload_file(path, tmp_path / "workload.yaml")
-    code = main(["plan", str(board), str(workload), "--json"])
+    # J fits at once and is never proven: the rest of its default budget goes to smaller
+    # peaks, which this test does not look at.
+    effort = ["--effort", "0.05"] if path.name.startswith("J.") else []
+    code = main(["plan", str(board), str(workload), "--json", *effort])
     out = capsys.readouterr().out
     assert code == 0
     pool = json.loads(out)["pools"][0]
@@ -176,7 +179,7 @@ def test_a_plan_is_the_same_without_a_time_limit_however_long_it_searches(
     board = tmp_path / "board.yaml"
     board.write_text(ONE_POOL_BOARD)
     workload = _workload_file(SHARED / "minimalloc" / "J.1048576.csv", tmp_path / "j.yaml")
-    argv = ["plan", str(board), str(workload), "--json", "--effort", "0.02"]
+    argv = ["plan", str(board), str(workload), "--json", "--effort", "0.005"]
     plans = []
     for _ in range(2):
         assert main(argv) == 0
