@@ -490,7 +490,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     wanted = set(args.tables.split(","))
-    tables = []
+    tables: list[str] = []
+
+    def done(table: str) -> None:
+        """Keep a table, and show it on stderr at once: the whole run takes a while."""
+        tables.append(table)
+        print(table + "\n", file=sys.stderr, flush=True)
+
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         if "instances" in wanted:
@@ -502,20 +508,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             for instance in chosen:
                 rows.append(solve(instance, args.effort, baseline, folder))
                 print(f"{instance.group}/{instance.name}: done", file=sys.stderr)
-            tables.append(instance_table(rows, title))
+            done(instance_table(rows, title))
         if "strips" in wanted:
             count = 4 if args.quick else 12
-            tables.append(strip_table(strips(count, 40, 250, 1), args.strip_effort, folder))
+            done(strip_table(strips(count, 40, 250, 1), args.strip_effort, folder))
         if "large" in wanted:
             count = 2 if args.quick else 8
             large = strips(count, 500, 5000, 100)
-            tables.append(strip_table(large, args.strip_effort, folder, LARGE_TARGET))
+            done(strip_table(large, args.strip_effort, folder, LARGE_TARGET))
         if "scaling" in wanted and not args.only:
             sizes = SIZES[:2] if args.quick else SIZES
-            tables.append(scaling_table(sizes, args.effort))
+            done(scaling_table(sizes, args.effort))
         if "load" in wanted:
             cases = load_cases(args.shared, folder, args.quick, args.only)
-            tables.append(load_table(cases))
+            done(load_table(cases))
     text = "\n\n".join(tables) + "\n"
     print(text, end="")
     if args.markdown:

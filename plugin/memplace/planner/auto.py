@@ -8,9 +8,11 @@ benchmarks a tenth to a third fewer, and peaks up to 8% lower), and the blocks
 themselves, from the best placement so far. They take turns (`_ladder`), each turn with
 twice the nodes of the one before, until one meets the goal or proves its peak optimal, or
 the budget is spent: what one of them finds at once is found at once whatever the budget,
-so the time to fit does not grow with it. Places of windows.LARGE blocks or more go from
-the greedy-size placement to `windows` instead (the hot windows of the timeline searched,
-the rest placed around them). Places of more than MANY blocks search each
+so the time to fit does not grow with it. A search for a goal (pool assignment's "does it
+fit?") goes on each turn where it left off (`exact.Rounds`); one for the smallest peak
+starts each turn afresh from its best, under other seeds. Places of windows.LARGE blocks
+or more go from the greedy-size placement to `windows` instead (the hot windows of the
+timeline searched, the rest placed around them). Places of more than MANY blocks search each
 coalescing of PORTFOLIO in turn instead, each with the exact search's rounds and then its
 seeded dives (`exact.dive`).
 
@@ -34,7 +36,7 @@ from dataclasses import replace
 
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
-from memplace.planner.exact import HEURISTICS, MAX_PAIRS, dive, improve
+from memplace.planner.exact import HEURISTICS, MAX_PAIRS, Rounds, dive, improve
 from memplace.planner.greedy import (
     conflict_counts,
     conflict_order,
@@ -106,6 +108,7 @@ class _Rung:
 
     def __init__(self, blocks: Sequence[Block], merged: Coalesced | None, best: Layout) -> None:
         self.merged = merged
+        self.rounds = Rounds()
         if merged is None:
             self.blocks: Sequence[Block] = blocks
             self.best = best
@@ -128,7 +131,7 @@ def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, g
     work = budget.nodes * n  # nodes times blocks
     turn = FIRST_TURN * n * n
     start = budget.clock.work
-    for k in itertools.count():
+    for turns in itertools.count():
         left = work - (budget.clock.work - start)
         if left <= 0 or budget.clock.expired():
             break
@@ -138,8 +141,12 @@ def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, g
             nodes = share * weight // sum(weights) // len(rung.blocks)
             if rung.merged is None:
                 rung.best = best
-            step = replace(budget, nodes=max(nodes, 1), seed=budget.seed + 1009 * k)
-            found = improve(rung.blocks, step, rung.best)
+            # A search for a goal goes on where it left off; one for the smallest peak
+            # starts each turn afresh under other seeds, from its best: a fresh start's
+            # short rounds and dives lower peaks that long rounds do not (MiniMalloc's J).
+            step = replace(budget, nodes=max(nodes, 1), seed=budget.seed + 1009 * turns)
+            resume = rung.rounds if budget.goal is not None else None
+            found = improve(rung.blocks, step, rung.best, None, resume)
             rung.best = found
             if rung.merged is None:
                 if found.peak < best.peak or found.optimal:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from memplace.planner import core
 from memplace.planner.blocks import (
@@ -91,20 +91,42 @@ def exact(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout
     return replace(found, algorithm="exact")
 
 
+@dataclass
+class Rounds:
+    """Where `improve` left off, so that another call goes on from there rather than
+    start again: the bound it proved, the node limit of its round and how many rounds
+    it has had."""
+
+    low: int = 0
+    limit: int = 0
+    rounds: int = 0
+
+
 def improve(
-    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | None = None
+    blocks: Sequence[Block],
+    budget: Budget,
+    best: Layout,
+    bound: int | None = None,
+    resume: Rounds | None = None,
 ) -> Layout:
     """Search below the peak of `best` until it is proven optimal or the budget is spent.
     The answer names the exact search as its algorithm when the search found it, and keeps
-    `best`'s name otherwise. `bound` is the blocks' lower bound, when known."""
+    `best`'s name otherwise. `bound` is the blocks' lower bound, when known; `resume`, when
+    given, is where an earlier call on the same blocks left off, and is updated."""
+    return _improve(blocks, budget, best, bound, Rounds() if resume is None else resume)
+
+
+def _improve(
+    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | None, state: Rounds
+) -> Layout:
     clock = budget.clock
     step = grain(blocks)
     bound = lower_bound(blocks) if bound is None else bound
     # Peaks are multiples of the grain, so the bound rounds up to one.
-    low, nodes_left = -(-bound // step) * step, budget.nodes
-    limit = 2 * len(blocks)
+    low, nodes_left = max(-(-bound // step) * step, state.low), budget.nodes
+    limit = state.limit or 2 * len(blocks)
     goal = -1 if budget.goal is None else budget.goal
-    rounds = 0
+    rounds = state.rounds
     # A goal the bound has passed cannot be met: searching on would not help the caller.
     while low < best.peak and nodes_left > 0 and best.peak > goal and (goal < 0 or low <= goal):
         progress = False
@@ -115,6 +137,7 @@ def improve(
         for target in targets:
             for heuristic in orders:
                 if clock.expired() or nodes_left <= 0:
+                    state.low, state.limit, state.rounds = low, limit, rounds
                     return _answer(blocks, best, False, bound)
                 status, offsets, nodes = _search(
                     clock, blocks, heuristic, target, min(limit, nodes_left)
@@ -125,6 +148,7 @@ def improve(
                 elif status == core.INFEASIBLE:
                     low = (target // step + 1) * step
                 elif status == core.TIME_LIMIT:
+                    state.low, state.limit, state.rounds = low, limit, rounds
                     return _answer(blocks, best, False, bound)
                 else:
                     continue
@@ -158,6 +182,7 @@ def improve(
         if not progress:
             limit *= 2
             rounds += 1
+    state.low, state.limit, state.rounds = low, limit, rounds
     return _answer(blocks, best, low >= best.peak, bound)
 
 
