@@ -195,7 +195,7 @@ def test_every_address_is_aligned_in_every_view_whatever_the_bases(
 ) -> None:
     board, workload = case
     try:
-        result = plan(board, workload, effort=0.01)  # plan() checks every address too
+        result = plan(board, workload, effort=0.001)  # plan() checks every address too
     except PlanningError:
         return  # fits nowhere: nothing placed to check
     assert _misaligned(board, result) == []
