@@ -12,9 +12,9 @@ so the time to fit does not grow with it. A search for a goal (pool assignment's
 fit?") goes on each turn where it left off (`exact.Rounds`); one for the smallest peak
 starts each turn afresh from its best, under other seeds. Places of windows.LARGE blocks
 or more go from the greedy-size placement to `windows` instead (the hot windows of the
-timeline searched, the rest placed around them). Places of more than MANY blocks search each
-coalescing of PORTFOLIO in turn instead, each with the exact search's rounds and then its
-seeded dives (`exact.dive`).
+timeline searched, the rest placed around them). Places of more than MANY blocks search
+each coalescing of PORTFOLIO in turn instead, each with the exact search's rounds and then
+its seeded dives (`exact.dive`).
 
 Budgets are search nodes, never seconds, so the answer depends on the blocks and the
 budget alone. A node costs time in proportion to the blocks searched, so a search on
