@@ -283,7 +283,7 @@ def test_plan_packs_a_cut_rectangle_into_a_pool_of_exactly_its_size(
 ) -> None:
     blocks, capacity = cut(seed, pieces)
     board = one_pool_board(capacity, tmp_path_factory.mktemp("strip"))
-    result = plan(board, workload_of(blocks), time_limit=10)
+    result = plan(board, workload_of(blocks))
     pool = result.pools[0]
     assert (pool.used, pool.lower_bound, pool.optimal) == (capacity, capacity, True)
 
@@ -297,7 +297,7 @@ def test_plan_packs_minimalloc_d_at_its_lower_bound(tmp_path: Path) -> None:
             Block(int(row["size"]), int(row["lower"]), int(row["upper"]) - 1)
             for row in csv.DictReader(handle)
         ]
-    result = plan(one_pool_board(1048576, tmp_path), workload_of(blocks), time_limit=2)
+    result = plan(one_pool_board(1048576, tmp_path), workload_of(blocks))
     pool = result.pools[0]
     assert (pool.used, pool.lower_bound, pool.optimal) == (986112, 986112, True)
 
@@ -307,7 +307,7 @@ def test_plan_searches_a_large_strip_through_every_coalescing(tmp_path: Path) ->
     # one among them, each with seeded dives: well below what greedy-size leaves.
     blocks, capacity = cut(101, 1500)
     board = one_pool_board(8 * capacity, tmp_path)
-    searched = plan(board, workload_of(blocks), time_limit=4).pools[0]
+    searched = plan(board, workload_of(blocks)).pools[0]
     greedy = plan(board, workload_of(blocks), algorithm="greedy-size").pools[0]
     assert capacity == searched.lower_bound < searched.used < greedy.used
     assert searched.used <= capacity * 115 // 100
