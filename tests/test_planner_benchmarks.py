@@ -165,7 +165,9 @@ def test_a_search_the_time_limit_stops_before_a_buffer_fits_says_so(
     assert "search stopped at the time limit after 0 nodes: the best placement found " in message
     assert "bytes of pool arena_ws's 1048576" in message
     assert "fits nowhere" not in message
-    stopped = json.loads(captured.out)["stopped"]
+    error = json.loads(captured.out)["error"]
+    assert error["exit_code"] == 4 and error["message"] == message.removeprefix("memplace: error: ")
+    stopped = error["stopped"]
     assert stopped["reason"] == "time limit" and stopped["capacity"] == CAPACITY
     assert stopped["place"] == "arena_ws" and stopped["needs"] > CAPACITY
     assert f"needs {stopped['needs']} bytes" in message

@@ -101,6 +101,8 @@ def _error_json(exc: MemplaceError) -> str:
     """The JSON a command given `--json` writes when it fails before its report: the error
     with its exit code and, for bad input, where it is."""
     error: dict[str, object] = {"message": str(exc), "exit_code": exc.exit_code}
+    if isinstance(exc, SearchStopped):
+        error["stopped"] = exc.to_json()
     if isinstance(exc, InputError):
         if exc.mark is not None:
             error.update(file=exc.mark.file, line=exc.mark.line, column=exc.mark.column)
@@ -581,14 +583,7 @@ def _plan(args: argparse.Namespace) -> int:
         if args.svg is not None and story.plan is not None:
             args.svg.write_text(render_svg(story.plan), encoding="utf-8")
         return 0
-    try:
-        result = plan(
-            board, workload, args.algorithm, time_limit=args.time_limit, effort=args.effort
-        )
-    except SearchStopped as stopped:
-        if args.json:  # the one line on stderr, and its figures as JSON
-            sys.stdout.write(json.dumps({"stopped": stopped.to_json()}, indent=2) + "\n")
-        raise
+    result = plan(board, workload, args.algorithm, time_limit=args.time_limit, effort=args.effort)
     if result.stopped is not None:
         print(
             f"memplace: search stopped at the time limit after {result.stopped} nodes: the "
