@@ -69,7 +69,7 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], d
         key = (row["model"], row["kernels"])
         argv = ["tflm", str(model), "--board", BOARD, "--kernels", row["kernels"]]
         argv += ["--out", str(out / f"{row['model']}-{row['kernels']}.tflite"), "--json"]
-        results[key] = _json([*argv, "--time-limit", "2"])
+        results[key] = _json([*argv, "--time-limit", "600"])
     return results
 
 
@@ -146,7 +146,7 @@ def test_generate_writes_the_arena_memplace_tflm_prints(tmp_path: Path) -> None:
     pool = re.search(r"#define KWS_REF_MODEL_TFLM_ARENA \(kws_ref_model_pool_(\w+)\)", header)
     assert found is not None and pool is not None
     argv = ["tflm", str(model), "--board", BOARD, "--pool", pool.group(1), "--json"]
-    printed = _json([*argv, "--out", str(tmp_path / "k.tflite"), "--time-limit", "2"])
+    printed = _json([*argv, "--out", str(tmp_path / "k.tflite"), "--time-limit", "600"])
     assert int(found.group(1)) == printed["arena"]
     smallest = {(r["model"], r["kernels"]): r for r in ROWS}[("kws_ref_model", "reference")]
     assert int(smallest["planned_smallest_arena"]) <= printed["arena"]
@@ -165,13 +165,13 @@ def test_a_kernel_memplace_does_not_know_is_named_everywhere_with_a_margin(
     model = tmp_path / "custom.tflite"
     model.write_bytes(build_tflite(tensors, [Op(CUSTOM, [0], [1], custom="MyFilter")], [0], [1]))
     argv = ["tflm", str(model), "--board", BOARD, "--out", str(tmp_path / "p.tflite")]
-    result = _json([*argv, "--json", "--time-limit", "2"])
+    result = _json([*argv, "--json", "--time-limit", "600"])
     assert result["unknown_data"] == ["myfilter_0"] and result["unmodelled"] == ["myfilter_0"]
     target = result["target"]
     assert target["margin"] == 1024 and target["estimated"] and not result["optimal"]
     assert "with a margin of 1024 bytes for what memplace does not know" in target["basis"]
     assert result["arena"] >= result["activations"] + result["persistent"] + 1024
-    assert main([*argv, "--time-limit", "2"]) == 0
+    assert main([*argv, "--time-limit", "600"]) == 0
     out = capsys.readouterr().out
     assert "host runtime: not run (it has no kernel for MyFilter)" in out
     assert "1024 bytes of it a margin" in out and "not proven optimal" in out
