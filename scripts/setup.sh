@@ -12,6 +12,8 @@ have_cmd python3 || need+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 have_cmd arm-none-eabi-gcc || need+=(gcc-arm-none-eabi)
 [ -f /usr/lib/arm-none-eabi/lib/libc.a ] || need+=(libnewlib-arm-none-eabi)
+# C++ in generated projects (libstdc++, its nano variant, exceptions).
+[ -f /usr/lib/arm-none-eabi/lib/libstdc++.a ] || need+=(libstdc++-arm-none-eabi-newlib)
 have_cmd qemu-system-arm || need+=(qemu-system-arm)
 have_cmd make || need+=(make)
 # The planner's compiled core is built by `pip install` with the host's C compiler.

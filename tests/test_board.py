@@ -572,9 +572,35 @@ RULES: list[tuple[str, Change, str]] = [
     ),
     # How the board runs.
     (
-        "run has only qemu and flash",
+        "run has only qemu, flash, simulator and on_exit",
         _set("run", {"qemu": {"machine": "x"}, "jtag": {}}),
-        r"run.jtag: unknown key; valid: flash, qemu",
+        r"run.jtag: unknown key; valid: flash, on_exit, qemu, simulator",
+    ),
+    (
+        "on_exit is spin, reset or hook",
+        _set("run.on_exit", "halt"),
+        r"run.on_exit: 'halt' is not allowed; valid: hook, reset, spin",
+    ),
+    ("simulator is true or false", _set("run.simulator", "yes"), r"run.simulator: expected true"),
+    (
+        "an interrupt name is on a line of the table",
+        _set("cores.cpu0.interrupts", {"lines": 128, "names": {128: "LATE"}}),
+        r"cores.cpu0.interrupts.names.128: a line of this table is a number 0..127, got 128",
+    ),
+    (
+        "an interrupt name is a C identifier",
+        _set("cores.cpu0.interrupts", {"lines": 128, "names": {3: "3D"}}),
+        r"cores.cpu0.interrupts.names.3: '3D' is not a C identifier",
+    ),
+    (
+        "an interrupt name names one line",
+        _set("cores.cpu0.interrupts", {"lines": 128, "names": {3: "UART", 4: "UART"}}),
+        r"cores.cpu0.interrupts.names.4: line 3 is named 'UART' already",
+    ),
+    (
+        "interrupts as a mapping needs its lines",
+        _set("cores.cpu0.interrupts", {"names": {3: "UART"}}),
+        r"cores.cpu0.interrupts: missing required key 'lines'",
     ),
     ("qemu without machine", _set("run.qemu", {}), r"run.qemu: missing required key 'machine'"),
     (

@@ -49,6 +49,7 @@ def test_the_project_layout(files: dict[str, str]) -> None:
         "memplace/include/memplace_runtime.h",
         "memplace/src/demo_pools.c",
         "src/exerciser_cpu0.c",
+        "user.cmake",
     ]
 
 

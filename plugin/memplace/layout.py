@@ -24,6 +24,10 @@ PROJECT_TYPE_NAMES = ("exerciser", "app", "library", "aot_standalone_demo")
 POOL_STORAGE = ("generated", "application")
 # Seconds before a run of a project is stopped, unless told otherwise.
 DEFAULT_TIMEOUT = 60.0
+# The user's own CMake settings (include folders, libraries, definitions): written once if
+# missing, then never again, whatever `--force` says; the generated CMakeLists.txt includes it.
+USER_CMAKE = "user.cmake"
+USER_OWNED = (USER_CMAKE,)
 
 
 def build_dir(folder: Path) -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from memplace.board import Board
 from memplace.errors import InputError, ToolError
-from memplace.layout import MANIFEST, PROJECT_VERSION
+from memplace.layout import MANIFEST, PROJECT_VERSION, USER_OWNED
 from memplace.planner.model import Plan
 
 # What memplace wrote last time, so that a user's edits can be told apart from ours.
@@ -93,10 +93,17 @@ def write_project(files: Mapping[str, str | bytes], out: Path, force: bool = Fal
     then the files move into place, then the record keeps only the new ones. Scratch
     folders of killed runs are removed by the next."""
     with locked(out):
+        # Files the user owns are written only where missing, and never recorded as ours.
+        files = {
+            relative: content
+            for relative, content in files.items()
+            if relative not in USER_OWNED or not (out / relative).exists()
+        }
         previous = _previously_written(out)
         stale = sorted(set(previous) - set(files))
         if not force:
-            _refuse_edited(out, [*sorted(files), *stale], previous)
+            ours = [relative for relative in sorted(files) if relative not in USER_OWNED]
+            _refuse_edited(out, [*ours, *stale], previous)
         _remove_scratch(out)
         scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.{SCRATCH}", dir=out.parent))
         try:
@@ -107,7 +114,11 @@ def write_project(files: Mapping[str, str | bytes], out: Path, force: bool = Fal
                     path.write_text(content, encoding="utf-8")
                 else:
                     path.write_bytes(content)
-            record = {relative: _digest(_bytes(content)) for relative, content in files.items()}
+            record = {
+                relative: _digest(_bytes(content))
+                for relative, content in files.items()
+                if relative not in USER_OWNED
+            }
             moving = {
                 relative: sorted({*previous.get(relative, ()), record.get(relative, "")} - {""})
                 for relative in sorted({*record, *previous})

@@ -199,9 +199,21 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                     "release": b.ref("release"),
                     "rtos": {"enum": list(board.RTOSES)},
                     "interrupts": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "maximum": max(board.MAX_INTERRUPTS.values()),
+                        "oneOf": [
+                            b.ref("interrupt_lines"),
+                            b.object(
+                                board.INTERRUPT_KEYS,
+                                {
+                                    "lines": b.ref("interrupt_lines"),
+                                    "names": {
+                                        "type": "object",
+                                        "propertyNames": {"pattern": "^[0-9]+$"},
+                                        "additionalProperties": b.ref("name"),
+                                    },
+                                },
+                                "device interrupt lines with the vendor's names",
+                            ),
+                        ]
                     },
                     "image": b.ref("name"),
                 },
@@ -306,9 +318,19 @@ def _defs(b: _Builder) -> dict[str, Schema]:
         ),
         "run": b.object(
             board.RUN_KEYS,
-            {"qemu": b.ref("qemu"), "flash": b.ref("flash")},
+            {
+                "qemu": b.ref("qemu"),
+                "flash": b.ref("flash"),
+                "simulator": {"type": "boolean"},
+                "on_exit": {"enum": list(board.ON_EXIT)},
+            },
             "how the board runs",
         ),
+        "interrupt_lines": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": max(board.MAX_INTERRUPTS.values()),
+        },
         "qemu": b.object(
             board.QEMU_KEYS, {"machine": {"type": "string"}}, "the board runs under QEMU"
         ),

@@ -184,6 +184,8 @@ def _core_data(core: Core) -> dict[str, Any]:
         "rtos": core.rtos,
         "interrupts": core.interrupts,
     }
+    if core.interrupt_names:
+        data["interrupt_names"] = {str(line): name for line, name in core.interrupt_names}
     if core.image is not None:
         data["image"] = core.image
     return data
@@ -219,6 +221,10 @@ def _run_data(run: Run) -> dict[str, Any]:
         if run.flash.frequency is not None:
             flash["frequency"] = run.flash.frequency
         data["flash"] = flash
+    if run.simulator is not None:
+        data["simulator"] = run.simulator
+    if run.on_exit != "spin":
+        data["on_exit"] = run.on_exit
     return data
 
 
@@ -254,6 +260,9 @@ def _core_from(name: str, data: Mapping[str, Any]) -> Core:
         release=release,
         rtos=data.get("rtos", "none"),
         interrupts=data.get("interrupts", 0),
+        interrupt_names=tuple(
+            sorted((int(line), name) for line, name in data.get("interrupt_names", {}).items())
+        ),
         image=data.get("image"),
     )
 
@@ -294,6 +303,8 @@ def _run_from(data: Mapping[str, Any]) -> Run:
         )
         if flash
         else None,
+        simulator=data.get("simulator"),
+        on_exit=data.get("on_exit", "spin"),
     )
 
 

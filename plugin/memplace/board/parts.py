@@ -187,8 +187,16 @@ class Core:
     rtos: str = "none"
     interrupts: int = 0
     """Device interrupt lines of its vector table (after the 16 core exceptions)."""
+    interrupt_names: tuple[tuple[int, str], ...] = ()
+    """(line, name) of the lines the vendor names; line K's handler is `<name>_IRQHandler`."""
     # The core whose image (ELF) this one runs; None: its own image, laid out by `layout`.
     image: str | None = None
+
+    def line_handler(self, line: int) -> str:
+        """The CMSIS name of device interrupt line `line`'s handler: the vendor's
+        `<NAME>_IRQHandler`, else `Interrupt<line>_Handler` (CMSIS's generic devices)."""
+        named = dict(self.interrupt_names).get(line)
+        return f"{named}_IRQHandler" if named else f"Interrupt{line}_Handler"
 
     @property
     def image_name(self) -> str:
@@ -277,10 +285,25 @@ class FlashRun:
     frequency: int | None = None
 
 
+# How firmware ends when no debugger or simulator takes its exit: `on_exit` of `run`.
+ON_EXIT = ("spin", "reset", "hook")
+
+
 @dataclass(frozen=True)
 class Run:
     qemu: QemuRun | None = None
     flash: FlashRun | None = None
+    simulator: bool | None = None
+    """Whether the target is a simulator (semihosting always there); None: it is when the
+    board runs under QEMU and is never flashed."""
+    on_exit: str = "spin"
+    """What the firmware does at its end (or on a fault) when no debugger is attached."""
+
+    @property
+    def is_simulator(self) -> bool:
+        if self.simulator is not None:
+            return self.simulator
+        return self.qemu is not None and self.flash is None
 
 
 @dataclass(frozen=True)

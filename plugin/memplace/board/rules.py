@@ -33,6 +33,7 @@ from memplace.board.parts import (
     MAX_INTERRUPTS,
     MAX_PRIORITY,
     MEMORY_KINDS,
+    ON_EXIT,
     OPERANDS,
     POOL_KINDS,
     RELEASE_HANDSHAKES,
@@ -130,8 +131,9 @@ CORE_KEYS = (
     Key("rtos", "none or freertos: what switches this core's tasks (default none)"),
     Key(
         "interrupts",
-        "device interrupt lines of its vector table (the vendor's IRQ count); a generated "
-        "table holds 16 + interrupts entries (default 0: the core exceptions only)",
+        "device interrupt lines of its vector table (the vendor's IRQ count), or "
+        "{lines: N, names: {LINE: NAME}} with the vendor's names (NAME_IRQHandler); a "
+        "generated table holds 16 + lines entries (default 0: the core exceptions only)",
     ),
     Key(
         "image",
@@ -220,6 +222,21 @@ TASK_STACK_KEYS = (
 RUN_KEYS = (
     Key("qemu", "present when the board runs under QEMU"),
     Key("flash", "how a real board is programmed"),
+    Key(
+        "simulator",
+        "true when the target is a simulator, whose semihosting is always there (default: "
+        "true when the board runs under QEMU and has no flash)",
+    ),
+    Key(
+        "on_exit",
+        "what the firmware does when it ends or faults with no debugger attached: spin, "
+        "reset (through AIRCR) or hook (calls memplace_on_exit(code)); default spin",
+    ),
+)
+
+INTERRUPT_KEYS = (
+    Key("lines", "device interrupt lines of the vector table", required=True),
+    Key("names", "{LINE: NAME}: the vendor's name of a line; its handler is NAME_IRQHandler"),
 )
 
 QEMU_KEYS = (Key("machine", "the QEMU -M machine name", required=True),)
@@ -460,8 +477,18 @@ class BoardReader:
             boot = _boot(item.child("boot"), name, memories[boots_from], role)
         release = _release(item.child("release")) if item.has("release") else None
         rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
-        interrupts = _interrupts(item.get("interrupts"), cpu)
-        return Core(name, cpu, float_abi, layout, boot, release, rtos, interrupts=interrupts)
+        interrupts, names = _interrupts(item.get("interrupts"), cpu)
+        return Core(
+            name,
+            cpu,
+            float_abi,
+            layout,
+            boot,
+            release,
+            rtos,
+            interrupts=interrupts,
+            interrupt_names=names,
+        )
 
     def _pool(
         self,
@@ -560,6 +587,8 @@ class BoardReader:
         return Run(
             qemu=QemuRun(qemu.child("machine").string()) if qemu is not None else None,
             flash=_flash(flash) if flash is not None else None,
+            simulator=run.child("simulator").boolean() if run.has("simulator") else None,
+            on_exit=run.child("on_exit").choice(ON_EXIT) if run.has("on_exit") else "spin",
         )
 
 def _name(item: Node, key: str | int, kind: str = "") -> str:
@@ -805,16 +834,32 @@ def _priority(node: Node | None, kind: str) -> int:
         raise node.error(f"an exception priority is 0..{MAX_PRIORITY}, got {priority}")
     return priority
 
-def _interrupts(node: Node | None, cpu: str) -> int:
-    """A core's device interrupt lines: as many as its NVIC can have, at most."""
+def _interrupts(node: Node | None, cpu: str) -> tuple[int, tuple[tuple[int, str], ...]]:
+    """A core's device interrupt lines (as many as its NVIC can have, at most) and the
+    vendor's names of those it names."""
     if node is None:
-        return 0
-    count = node.integer()
+        return 0, ()
+    lines = node
+    names: list[tuple[int, str]] = []
+    if isinstance(node.value, dict):
+        node.mapping(_names(INTERRUPT_KEYS), required=_required(INTERRUPT_KEYS))
+        lines = node.child("lines")
+    count = lines.integer()
     if count > MAX_INTERRUPTS[cpu]:
-        raise node.error(
+        raise lines.error(
             f"a {cpu} has at most {MAX_INTERRUPTS[cpu]} device interrupt lines, got {count}"
         )
-    return count
+    seen: dict[str, int] = {}
+    for key, item in node.get("names").items() if node.has("names") else ():
+        line = int(key) if str(key).isdigit() else -1
+        if not 0 <= line < count:
+            raise item.key_error(f"a line of this table is a number 0..{count - 1}, got {key}")
+        name = item.name()
+        if name in seen:
+            raise item.error(f"line {seen[name]} is named {name!r} already")
+        seen[name] = line
+        names.append((line, name))
+    return count, tuple(sorted(names))
 
 def _check_vector_tables(cores_node: Node, cores: Mapping[str, Core]) -> None:
     """A table with device lines starts on its own size's power-of-two boundary (VTOR), as
@@ -1167,9 +1212,18 @@ def _joined_core(
         )
     rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
     # Each core has its own NVIC: the joining core's table has lines of its own.
-    interrupts = _interrupts(item.get("interrupts"), cpu)
+    interrupts, names = _interrupts(item.get("interrupts"), cpu)
     return Core(
-        name, cpu, float_abi, owner.layout, boot, release, rtos, interrupts=interrupts, image=image
+        name,
+        cpu,
+        float_abi,
+        owner.layout,
+        boot,
+        release,
+        rtos,
+        interrupts=interrupts,
+        interrupt_names=names,
+        image=image,
     )
 
 

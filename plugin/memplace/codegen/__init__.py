@@ -32,7 +32,14 @@ from memplace.codegen.tvm import (
 from memplace.errors import InputError
 from memplace.hints import StackHints
 from memplace.importers.relax import RelaxModel
-from memplace.layout import HINTS_DIR, MANIFEST, POOL_STORAGE, PROJECT_VERSION, fnv1a
+from memplace.layout import (
+    HINTS_DIR,
+    MANIFEST,
+    POOL_STORAGE,
+    PROJECT_VERSION,
+    USER_CMAKE,
+    fnv1a,
+)
 from memplace.planner.model import Plan
 from memplace.source import suggest
 
@@ -147,6 +154,7 @@ def render(
         files.update(model_files(env, context, model, options.standalone_crt is not None))
     if project_type in STANDALONE:
         files["CMakeLists.txt"] = _render(env, "CMakeLists.txt", context)
+        files[USER_CMAKE] = _render(env, "user.cmake", context)
         toolchain = resources.data_dir("cmake") / "arm-none-eabi.cmake"
         files["cmake/arm-none-eabi.cmake"] = toolchain.read_text(encoding="utf-8")
     files.update(_hint_files(board.stack_hints, options.workload_hints))

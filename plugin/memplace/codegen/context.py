@@ -190,6 +190,7 @@ def project_context(
     _check_releases(board)
     pools = [_pool(board, plan, usage, options) for usage in plan.pools]
     all_arenas = arenas(board, plan, users)
+    cores = [_core(board, plan, core, options, users) for core in board.cores.values()]
     placements = [
         {
             "name": p.name,
@@ -224,8 +225,11 @@ def project_context(
         ],
         "placements": placements,
         "stacks": [_stack(s, board) for s in plan.stacks],
-        "cores": [_core(board, plan, core, options, users) for core in board.cores.values()],
+        "cores": cores,
+        "free_sections": [f for core in cores for f in core["free"]],
         "mailbox": mailbox(board, _reserved(board, plan)),
+        "simulator": board.run.is_simulator,
+        "on_exit": board.run.on_exit,
     }
 
 
@@ -399,12 +403,9 @@ def _core(
 
     regions = []
     for memory in reached:
-        if (memory.name, core.name) in slices:
-            start, end = slices[(memory.name, core.name)]
-        elif memory.name in reserved or _held_by_others(board, memory.name):
-            continue
-        else:
-            start, end = memory.origin, memory.origin + memory.size
+        if (memory.name, core.name) not in slices:
+            continue  # its free room, if any, is in free_areas
+        start, end = slices[(memory.name, core.name)]
         if box is not None and memory.name == box["memory"]:
             end = min(end, box["system_address"])
         regions.append(
@@ -427,7 +428,8 @@ def _core(
                 "name": f"pool_{pool.name}",
                 "attrs": board.memories[pool.memory].attrs,
                 "origin": pool.address + _view(board, pool.memory, core.name),
-                "length": options.storage(pool),
+                # The pool's whole reservation, so ld's memory report shows how full it is.
+                "length": max(pool.capacity, options.storage(pool)),
             }
         )
     stacks = [s for s in plan.stacks if board.contexts[s.owner].core == core.name]
@@ -441,8 +443,11 @@ def _core(
                 "length": stack.budget,
             }
         )
+    free = free_areas(board, plan, core, slices, box)
+    regions += [{k: area[k] for k in ("name", "attrs", "origin", "length")} for area in free]
+    free_sections = _free_sections(free)
     load = core.layout.load
-    copies = [*reset_copies(core), ".data"]
+    copies = [*reset_copies(core), ".data", *(f"{f['section']}.data" for f in free_sections)]
     copies += [
         f".memplace.pool.{p.name}" for p in own_pools if p.kind == "constant" and p.memory != load
     ]
@@ -461,6 +466,8 @@ def _core(
         "name": core.name,
         "cpu": core.cpu,
         "fpu": core.float_abi != "soft",
+        # Armv6-M leaves it to the implementation whether software reads DHCSR.
+        "reads_dhcsr": CPUS[core.cpu] != "armv6-m",
         "arch_flags": [f"-mcpu={core.cpu}", "-mthumb", f"-mfloat-abi={core.float_abi}"],
         "layout": {
             "vectors": core.layout.vectors,
@@ -470,6 +477,8 @@ def _core(
         },
         "regions": sorted(regions, key=lambda r: (r["origin"], r["name"])),
         "copies": copies,
+        "zeroes": [".bss", *(f"{f['section']}.bss" for f in free_sections)],
+        "free": free_sections,
         "copier": core.layout.copy,
         "moves_vectors": core.layout.moves_vectors,
         "release_table": _release_table(board, core),
@@ -505,6 +514,7 @@ def _core(
         "interrupts": core.interrupts,
         "vector_align": vector_align(core.interrupts),
         "vector_lines": _vector_lines(core, isrs),
+        "handlers": handlers(board, core) if core.image is None else [],
         "device_isrs": [_isr(isr, core) for isr in isrs if isr.irq is not None],
         "mailbox": box,
         "release_magic": RELEASE_TABLE_MAGIC,
@@ -530,6 +540,77 @@ def _core(
         "stack_area": next((s.planned for s in stacks if s.context == main.name), 0),
         "sources": _sources(core, plan.workload, options, board),
     }
+
+
+def free_areas(
+    board: Board,
+    plan: Plan,
+    core: Core,
+    slices: dict[tuple[str, str], tuple[int, int]],
+    box: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """The regions of `core`'s linker script for what no image part, pool (its whole
+    capacity), stack or mailbox takes of the memories it reaches: each such gap belongs to
+    the first core (in board order) with an image of its own that reaches the memory, so
+    every byte of every memory is in some image's region, and the application may use it."""
+    taken: dict[str, list[tuple[int, int]]] = {}
+    for (memory, _), span in slices.items():
+        taken.setdefault(memory, []).append(span)
+    for pool in plan.pools:
+        taken.setdefault(pool.memory, []).append((pool.address, pool.address + pool.capacity))
+    for stack in plan.stacks:
+        taken.setdefault(stack.memory, []).append((stack.address, stack.address + stack.budget))
+    if box is not None:
+        start = box["system_address"]
+        taken.setdefault(box["memory"], []).append((start, start + box["size"]))
+    areas = []
+    for memory in board.memories.values():
+        owners = [c for c in board.cores.values() if c.image is None and c.name in memory.access]
+        if not owners or owners[0].name != core.name:
+            continue
+        cursor, gaps = memory.origin, []
+        for start, end in sorted(taken.get(memory.name, [])):
+            if start > cursor:
+                gaps.append((cursor, start))
+            cursor = max(cursor, end)
+        if cursor < memory.origin + memory.size:
+            gaps.append((cursor, memory.origin + memory.size))
+        own_part = (memory.name, core.name) in slices
+        for index, (start, end) in enumerate(gaps):
+            name = memory.name if index == 0 and not own_part else f"{memory.name}_free"
+            if index > 0:
+                name = f"{memory.name}_free{index + 1}"
+            areas.append(
+                {
+                    "name": name,
+                    "memory": memory.name,
+                    "attrs": memory.attrs,
+                    "origin": start + _view(board, memory.name, core.name),
+                    "length": end - start,
+                    "writable": memory.writable(),
+                }
+            )
+    return areas
+
+
+def _free_sections(free: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The application's sections in the free room: one .data and one .bss per writable
+    memory, in its largest free region (`MEMPLACE_DATA_IN_<MEMORY>`, `..._BSS_IN_...`)."""
+    largest: dict[str, dict[str, Any]] = {}
+    for area in free:
+        best = largest.get(area["memory"])
+        if area["writable"] and (best is None or area["length"] > best["length"]):
+            largest[area["memory"]] = area
+    return [
+        {
+            "memory": memory,
+            "region": area["name"],
+            "section": f".memplace.free.{memory}",
+            "macro": memory.upper(),
+            "bytes": area["length"],
+        }
+        for memory, area in largest.items()
+    ]
 
 
 def _stack(stack: StackUsage, board: Board) -> dict[str, Any]:
@@ -689,14 +770,6 @@ def _release_table_address(
     return start + _view(board, load, core.release.by)
 
 
-def _held_by_others(board: Board, memory: str) -> list[str]:
-    return [
-        core.name
-        for core in board.cores.values()
-        if core.image is None and memory in core.layout.memories()
-    ]
-
-
 def _priority_bits(core: Core) -> int:
     return PRIORITY_BITS.get(CPUS[core.cpu], DEFAULT_PRIORITY_BITS)
 
@@ -759,9 +832,22 @@ def _isr(context: Context, core: Core) -> dict[str, Any]:
 
 def _vector_lines(core: Core, isrs: list[Context]) -> list[str]:
     """The handler of each device interrupt line of the core's vector table: the entry of
-    the isr wired to it, else the default handler, which reports the line that fired."""
+    the isr wired to it, else the line's CMSIS name (`Core.line_handler`), a weak alias of
+    the default handler, which reports the line that fired."""
     wired = {isr.irq: isr.entry for isr in isrs if isr.irq is not None}
-    return [wired.get(line, "Default_Handler") for line in range(core.interrupts)]
+    return [wired.get(line, core.line_handler(line)) for line in range(core.interrupts)]
+
+
+def handlers(board: Board, core: Core) -> list[str]:
+    """Every device handler of the tables of the image `core` owns (its own, then those
+    of the cores that join it), each once: the startup code makes each a weak alias."""
+    cores = [core, *(other for other in board.cores.values() if other.image == core.name)]
+    names: dict[str, None] = {}
+    for owner in cores:
+        isrs = [c for c in board.contexts.values() if c.core == owner.name and c.kind == "isr"]
+        names.update(dict.fromkeys(_vector_lines(owner, isrs)))
+        names.update(dict.fromkeys(isr.entry for isr in isrs if isr.irq is not None))
+    return list(names)
 
 
 def _checked(workload: str, placement: Placement) -> dict[str, Any]:

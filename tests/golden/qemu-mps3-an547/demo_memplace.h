@@ -9,6 +9,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Pools: bytes the plan uses, capacity, base address, and the attributes that put a
  * pool's storage where the linker script expects it. */
 #define DEMO_DTCM_WS_SIZE 215040u
@@ -192,5 +196,9 @@ extern const struct demo_constant_pools demo_constant_pools;
 
 /* Stacks: budget in bytes. */
 #define DEMO_STACK_MAIN_BUDGET 16384u
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* DEMO_MEMPLACE_H_ */
