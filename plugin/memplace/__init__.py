@@ -50,11 +50,24 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
     if name not in _WHERE:
         raise AttributeError(f"module 'memplace' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"memplace.{_WHERE[name]}"), name)
     globals()[name] = value
     return value
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, through its metadata)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memplace")
+    except PackageNotFoundError:  # a copy on sys.path that was never installed
+        return "0+unknown"
 
 
 def __dir__() -> list[str]:

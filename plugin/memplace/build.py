@@ -6,6 +6,7 @@ memplace's install hints and error class."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from memplace import process
@@ -17,11 +18,16 @@ from memplace.project_api.carried.build import BuildSettings
 __all__ = ["BuildSettings", "build"]
 
 
-def build(folder: Path, settings: BuildSettings | None = None) -> str:
+def build(
+    folder: Path,
+    settings: BuildSettings | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> str:
     """Configure (when needed) and build the project in `folder`; returns the build's
-    output. The folder is held for the build (`project.locked`)."""
+    output, each line of which goes to `on_line` as it comes. The folder is held for the
+    build (`project.locked`)."""
     with locked(folder), process.as_memplace_errors():
         try:
-            return steps.build(folder, settings, process.find_tool)
+            return steps.build(folder, settings, process.find_tool, on_line)
         except steps.SettingError as exc:
             raise InputError(str(exc), key=exc.key) from None

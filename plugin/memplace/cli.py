@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import math
@@ -15,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from memplace import options, resources
+from memplace import completion, options, resources
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.errors import CheckFailed, InputError, MemplaceError, SearchStopped, ToolError
 from memplace.importers import load_workload
@@ -51,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     previous = {sig: signal.signal(sig, _terminated) for sig in TERMINATING}
     _ending.clear()
+    _line_buffered()
     try:
         args = parser.parse_args(argv)
         logging.basicConfig(
@@ -63,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # generator closed by the collector): the work went on, but memplace was ended.
             raise Terminated(_ending[0])
         return code
+    except _Shown:
+        return 0
     except MemplaceError as exc:
         if args is not None and args.debug:
             raise
@@ -109,6 +113,54 @@ def _error_json(exc: MemplaceError) -> str:
         if exc.key is not None:
             error["key"] = exc.key
     return json.dumps({"ok": False, "error": error}, indent=2) + "\n"
+
+
+def _line_buffered() -> None:
+    """Whole lines out as they are printed, even into a pipe, so that progress, the
+    firmware's console and errors arrive in the order they happen."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True)
+
+
+class _Shown(Exception):
+    """--version was answered: nothing more to do."""
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print memplace's version")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        print(f"memplace {version()}")
+        raise _Shown
+
+
+def version() -> str:
+    from memplace import __version__  # read from the installed package's metadata
+
+    return str(__version__)
+
+
+def _progress(args: argparse.Namespace) -> Callable[[str], None] | None:
+    """Where the stages of a long command say they start: standard error, when it is a
+    terminal and -q was not given."""
+    if args.quiet or not sys.stderr.isatty():
+        return None
+    return lambda line: print(f"memplace: {line}", file=sys.stderr, flush=True)
+
+
+def _console(to_stderr: bool = False) -> Callable[[str], None]:
+    """Where the firmware's own console lines go as they come: standard output (standard
+    error when that carries JSON). memplace's protocol lines (`memplace: ...`) are not
+    shown: the summary that follows the run says what they say."""
+    stream = sys.stderr if to_stderr else sys.stdout
+
+    def show(line: str) -> None:
+        if not line.startswith("memplace: ") and "semihosting" not in line:
+            print(line, file=stream, flush=True)
+
+    return show
 
 
 class Terminated(BaseException):
@@ -191,6 +243,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "where every buffer of your firmware lives.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks and commands")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress lines on a terminal"
+    )
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     boards = commands.add_parser("boards", help="list the bundled boards, or show one")
@@ -416,6 +472,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_timeout(demo)
     demo.set_defaults(handler=_demo)
+
+    shell = commands.add_parser(
+        "completion", help="print a shell completion script: source <(memplace completion bash)"
+    )
+    shell.add_argument("shell", choices=completion.SHELLS, metavar="SHELL", help="bash or zsh")
+    shell.set_defaults(handler=lambda args: _completion(args, parser))
     return parser
 
 
@@ -649,18 +711,25 @@ def _generate(args: argparse.Namespace) -> int:
         pool_storage=args.pool_storage,
         standalone_crt=args.standalone_crt_dir,
         model=model,
+        progress=_progress(args),
     )
     print(pool_table(result))
     print(f"wrote {args.out}")
     return 0
 
 
+def _completion(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    sys.stdout.write(completion.script(args.shell, parser, resources.bundled_boards()))
+    return 0
+
+
 def _build(args: argparse.Namespace) -> int:
+    from memplace import workflow
     from memplace.build import build
     from memplace.project import Project
 
     Project.load(args.dir)
-    output = build(args.dir)
+    output = build(args.dir, on_line=workflow.build_steps(_progress(args)))
     usage = [line for line in output.splitlines() if "%" in line and ":" in line]
     print("\n".join(usage) if usage else f"built {args.dir}")
     return 0
@@ -669,7 +738,7 @@ def _build(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from memplace import workflow
 
-    log = workflow.run(args.dir, args.timeout)
+    log = workflow.run(args.dir, args.timeout, _console())
     print(run_summary(log))
     return log.exit_code
 
@@ -744,6 +813,8 @@ def _check(args: argparse.Namespace) -> int:
         pool_storage=args.pool_storage,
         standalone_crt=args.standalone_crt_dir,
         model=model,
+        progress=_progress(args),
+        console=_console(to_stderr=args.json),
     )
     write_reports(result.report, junit=args.junit, sarif=args.sarif)
     if model is None or project_type != "aot_standalone_demo" or result.run is None:
@@ -822,7 +893,15 @@ def _demo(args: argparse.Namespace) -> int:
         f"memplace demo: workload {workload.name} ({len(workload.buffers)} buffers and "
         f"constants over {len(workload.steps)} steps) on board {board.name}"
     )
-    return _print_check(workflow.check(board, workload, args.out, timeout=args.timeout), False)
+    result = workflow.check(
+        board,
+        workload,
+        args.out,
+        timeout=args.timeout,
+        progress=_progress(args),
+        console=_console(),
+    )
+    return _print_check(result, False)
 
 
 def _print_check(result: workflow.CheckResult, as_json: bool) -> int:

@@ -8,7 +8,7 @@ error class (exit code 3)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -67,10 +67,16 @@ def find_tool(name: str) -> str:
         return processes.find_tool(name, _hint(name))
 
 
-def run(argv: list[str], timeout: float, cwd: Path | None = None) -> Completed:
-    """Run `argv` to completion; stdout and stderr come back together as text."""
+def run(
+    argv: list[str],
+    timeout: float,
+    cwd: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> Completed:
+    """Run `argv` to completion; stdout and stderr come back together as text, and each
+    line goes to `on_line` as it comes."""
     with as_memplace_errors():
-        returncode, output = processes.run(argv, timeout, cwd, _hint(argv[0]))
+        returncode, output = processes.run(argv, timeout, cwd, _hint(argv[0]), on_line)
     return Completed(tuple(argv), returncode, output)
 
 

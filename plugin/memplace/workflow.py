@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -39,6 +41,24 @@ from memplace.workload import Workload
 TFLM_TIME_LIMIT: float | None = None
 """No wall clock: the model's arena plan, like every plan, depends on its inputs alone."""
 
+Lines = Callable[[str], None]
+"""Where a stage sends what it has to say as it goes: progress lines, or a console's."""
+
+
+def _say(progress: Lines | None, line: str) -> None:
+    if progress is not None:
+        progress(line)
+
+
+def build_steps(progress: Lines | None) -> Lines | None:
+    """What a build's output gives `progress`: ninja's `[n/N]` lines."""
+    if progress is None:
+        return None
+    return lambda line: progress("  " + line) if NINJA_STEP.match(line) else None
+
+
+NINJA_STEP = re.compile(r"^\[\d+/\d+\] ")
+
 
 def generate(
     board: Board,
@@ -51,8 +71,10 @@ def generate(
     pool_storage: str = "generated",
     standalone_crt: Path | None = None,
     model: RelaxModel | None = None,
+    progress: Lines | None = None,
 ) -> Plan:
-    """Plan `workload` on `board` and write the project to `out`.
+    """Plan `workload` on `board` and write the project to `out`; each stage says so to
+    `progress` as it starts.
 
     `sources` is the folder of an `app` project's C files; the project refers to it by a
     path relative to `out`, so the generated files name no absolute location. For a
@@ -68,6 +90,7 @@ def generate(
             "or library project, whose RTOS creates them on the stacks memplace places",
             key="--project-type",
         )
+    _say(progress, f"plan: workload {workload.name} on board {board.name}")
     result = plan(board, workload, algorithm=algorithm)
     if sources is not None and not sources.is_dir():
         raise InputError(f"no folder of sources at {sources}", key="--sources")
@@ -82,6 +105,7 @@ def generate(
         standalone_crt=crt_include(standalone_crt, out),
     )
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
+    _say(progress, f"render: {project_type} project into {out}")
     try:
         options = _sized(board, result, options, users, out)
         rendered = render(board, result, project_type, options, users, describer(board))
@@ -213,13 +237,14 @@ def tflm_arena(board: Board, workload: Workload, result: Plan) -> tuple[str, int
     return pool, arena.arena, margin_note(arena)
 
 
-def run(folder: Path, timeout: float = DEFAULT_TIMEOUT) -> RunLog:
-    """Run a built project under QEMU; the run is recorded for `verify`."""
+def run(folder: Path, timeout: float = DEFAULT_TIMEOUT, console: Lines | None = None) -> RunLog:
+    """Run a built project under QEMU; the run is recorded for `verify`, and each line of
+    the firmware's console goes to `console` as it comes."""
     with locked(folder):
-        return _run(folder, timeout)
+        return _run(folder, timeout, console)
 
 
-def _run(folder: Path, timeout: float) -> RunLog:
+def _run(folder: Path, timeout: float, console: Lines | None = None) -> RunLog:
     project = Project.load(folder)
     if project.qemu_machine is None:
         raise InputError(
@@ -227,7 +252,7 @@ def _run(folder: Path, timeout: float) -> RunLog:
             key="DIR",
         )
     require_images(project)
-    result = QemuRunner(project.qemu_machine).run(project.images, timeout)
+    result = QemuRunner(project.qemu_machine).run(project.images, timeout, console)
     record = {"exit_code": result.exit_code, "output": result.output}
     run_record(folder).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return parse_run(result.output, result.exit_code)
@@ -267,10 +292,13 @@ def check(
     pool_storage: str = "generated",
     standalone_crt: Path | None = None,
     model: RelaxModel | None = None,
+    progress: Lines | None = None,
+    console: Lines | None = None,
 ) -> CheckResult:
     """Everything, for CI: generate, build, run where QEMU can, verify (with `stack_hints`
     bounding what the call graph alone cannot). The folder is held throughout, so two
-    checks into one folder never mix their projects."""
+    checks into one folder never mix their projects. Each stage says so to `progress` as
+    it starts (the build each of ninja's steps too); the run's console goes to `console`."""
     with locked(out):
         result = generate(
             board,
@@ -282,9 +310,15 @@ def check(
             pool_storage=pool_storage,
             standalone_crt=standalone_crt,
             model=model,
+            progress=progress,
         )
-        build(out)
-        log = run(out, timeout) if board.qemu_machine else None
+        _say(progress, f"build: {out}")
+        build(out, on_line=build_steps(progress))
+        log = None
+        if board.qemu_machine:
+            _say(progress, f"run: under QEMU ({board.qemu_machine})")
+            log = run(out, timeout, console)
+        _say(progress, "verify: placements and stack budgets")
         report = verify(Project.load(out), log, stack_hints)
     return CheckResult(plan=result, run=log, report=report)
 

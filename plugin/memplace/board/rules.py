@@ -850,7 +850,8 @@ def _interrupts(node: Node | None, cpu: str) -> tuple[int, tuple[tuple[int, str]
             f"a {cpu} has at most {MAX_INTERRUPTS[cpu]} device interrupt lines, got {count}"
         )
     seen: dict[str, int] = {}
-    for key, item in node.get("names").items() if node.has("names") else ():
+    named = node.get("names")
+    for key, item in named.items() if named is not None else ():
         line = int(key) if str(key).isdigit() else -1
         if not 0 <= line < count:
             raise item.key_error(f"a line of this table is a number 0..{count - 1}, got {key}")
@@ -1212,7 +1213,7 @@ def _joined_core(
         )
     rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
     # Each core has its own NVIC: the joining core's table has lines of its own.
-    interrupts, names = _interrupts(item.get("interrupts"), cpu)
+    interrupts, lines = _interrupts(item.get("interrupts"), cpu)
     return Core(
         name,
         cpu,
@@ -1222,7 +1223,7 @@ def _joined_core(
         release,
         rtos,
         interrupts=interrupts,
-        interrupt_names=names,
+        interrupt_names=lines,
         image=image,
     )
 

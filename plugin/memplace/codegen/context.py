@@ -554,8 +554,8 @@ def free_areas(
     the first core (in board order) with an image of its own that reaches the memory, so
     every byte of every memory is in some image's region, and the application may use it."""
     taken: dict[str, list[tuple[int, int]]] = {}
-    for (memory, _), span in slices.items():
-        taken.setdefault(memory, []).append(span)
+    for (held, _), span in slices.items():
+        taken.setdefault(held, []).append(span)
     for pool in plan.pools:
         taken.setdefault(pool.memory, []).append((pool.address, pool.address + pool.capacity))
     for stack in plan.stacks:

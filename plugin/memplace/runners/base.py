@@ -3,7 +3,7 @@ the one place that refuses a setting a runner does not take."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -92,8 +92,14 @@ class Runner:
                 )
         return cls(request)
 
-    def run(self, images: Mapping[str, Path], timeout: float) -> RunResult:
-        """Run the images to completion; the first core's image is the one that boots."""
+    def run(
+        self,
+        images: Mapping[str, Path],
+        timeout: float,
+        on_line: Callable[[str], None] | None = None,
+    ) -> RunResult:
+        """Run the images to completion; the first core's image is the one that boots. Each
+        line of their console goes to `on_line` as it comes."""
         raise InputError(f"runner {self.name} does not run images; it flashes boards")
 
     def flash_command(self, images: Mapping[str, Path]) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from memplace import process
@@ -47,10 +47,15 @@ class QemuRunner(Runner):
             argv += ["-device", f"loader,file={image}"]
         return argv
 
-    def run(self, images: Mapping[str, Path], timeout: float) -> RunResult:
+    def run(
+        self,
+        images: Mapping[str, Path],
+        timeout: float,
+        on_line: Callable[[str], None] | None = None,
+    ) -> RunResult:
         argv = self.command(images)
         argv[0] = process.find_tool(EXECUTABLE)
-        completed = process.run(argv, timeout=timeout)
+        completed = process.run(argv, timeout=timeout, on_line=on_line)
         return RunResult(exit_code=completed.returncode, output=completed.output)
 
     def start(self, images: Mapping[str, Path]) -> process.Running:

@@ -34,11 +34,10 @@ from typing import Any
 
 from memplace import process
 from memplace.board import Context, Core
-from memplace.errors import InputError, ToolError
+from memplace.errors import InputError, Mark, ToolError
 from memplace.hints import IndirectHint, StackHints, absent_function
 from memplace.layout import build_dir, thread_function
 from memplace.project import Project
-from memplace.source import Mark
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
 from memplace.verify.cortexm import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
 from memplace.verify.frames import Instruction, parse_objdump, read_frames
@@ -525,8 +524,10 @@ def constructor_hints(image: Image) -> StackHints:
     functions the image lists in .preinit_array and .init_array (global constructors),
     read from the image itself, so C++ firmware needs no hint for them."""
     targets = []
-    for first, last in (("__preinit_array_start", "__preinit_array_end"),
-                        ("__init_array_start", "__init_array_end")):
+    for first, last in (
+        ("__preinit_array_start", "__preinit_array_end"),
+        ("__init_array_start", "__init_array_end"),
+    ):
         start, end = image.get_symbol(first), image.get_symbol(last)
         if start is None or end is None:
             continue

@@ -133,10 +133,12 @@ def build(
     folder: Path,
     settings: BuildSettings | None = None,
     tool: Callable[[str], str] = find_tool,
+    on_line: Callable[[str], None] | None = None,
 ) -> str:
     """Configure the project in `folder` (when it never was, or the settings changed),
     then build it, with `settings` over those the project was generated with
-    (`save_settings`); returns the tools' output."""
+    (`save_settings`); returns the tools' output. `on_line` sees each line of the build's
+    output as it comes (ninja's `[n/N]` progress among them)."""
     cmake = tool("cmake")
     tool("arm-none-eabi-gcc")  # the toolchain file looks for it on PATH
     build_dir = folder / BUILD_DIR
@@ -149,7 +151,7 @@ def build(
         configure += [f"-D{name}={value}" for name, value in wanted.items()]
         output += check(configure, TIMEOUT, f"CMake could not configure {folder}")
     command = [cmake, "--build", str(build_dir), *(["--verbose"] if settings.verbose else [])]
-    output += check(command, TIMEOUT, f"the build of {folder} failed")
+    output += check(command, TIMEOUT, f"the build of {folder} failed", on_line=on_line)
     if settings.verbose:
         log.info("%s", output.rstrip())
     return output

@@ -12,11 +12,13 @@ import contextlib
 import ctypes
 import logging
 import os
+import selectors
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -43,14 +45,22 @@ def find_tool(name: str, hint: str | None = None) -> str:
 
 
 def run(
-    argv: list[str], timeout: float, cwd: Path | None = None, hint: str | None = None
+    argv: list[str],
+    timeout: float,
+    cwd: Path | None = None,
+    hint: str | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> tuple[int, str]:
     """Run `argv` to completion: its exit code, and its stdout and stderr as one text.
-    `hint` says how to install the program, should it be missing."""
+    `hint` says how to install the program, should it be missing. `on_line` is given each
+    line of that output as it comes (without its newline)."""
     log.info("running: %s", shlex.join(argv))
     child = _popen(argv, cwd, subprocess.DEVNULL, hint)
     try:
-        raw, _ = child.communicate(timeout=timeout)
+        if on_line is None:
+            raw, _ = child.communicate(timeout=timeout)
+        else:
+            raw = _stream(child, time.monotonic() + timeout, on_line)
     except subprocess.TimeoutExpired:
         _kill(child)
         raise ToolError(
@@ -63,10 +73,45 @@ def run(
     return child.returncode, raw.decode("utf-8", errors="replace")
 
 
-def check(argv: list[str], timeout: float, failure: str, cwd: Path | None = None) -> str:
+def _stream(
+    child: subprocess.Popen[bytes], deadline: float, on_line: Callable[[str], None]
+) -> bytes:
+    """Everything `child` writes until it ends, each line handed to `on_line` as it comes;
+    subprocess.TimeoutExpired past `deadline`."""
+    assert child.stdout is not None  # _popen asks for a pipe
+    chunks: list[bytes] = []
+    pending = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(child.stdout, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(child.args, 0)
+            if not selector.select(left):
+                continue
+            chunk = os.read(child.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                on_line(line.decode("utf-8", errors="replace"))
+    if pending:
+        on_line(pending.decode("utf-8", errors="replace"))
+    child.wait(max(deadline - time.monotonic(), 0.001))
+    return b"".join(chunks)
+
+
+def check(
+    argv: list[str],
+    timeout: float,
+    failure: str,
+    cwd: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> str:
     """Run `argv`; its output, or a `ToolError` with `failure` and the output's end when
-    it exits with a code other than 0."""
-    code, output = run(argv, timeout, cwd)
+    it exits with a code other than 0. `on_line` sees each line as it comes."""
+    code, output = run(argv, timeout, cwd, on_line=on_line)
     if code != 0:
         tail = "\n".join(output.rstrip().splitlines()[-30:])
         raise ToolError(f"{failure} (exit code {code}):\n{tail}")

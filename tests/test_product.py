@@ -1,0 +1,334 @@
+"""Generated projects a product can ship: C++ inside, CMSIS-named interrupt handlers, an end
+that does not need a debugger, the user's own CMake settings, and every memory's free room
+in a region. Each is built and run under QEMU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from memplace import process, resources
+from memplace.board import load_board
+from memplace.codegen import render
+from memplace.importers import load_workload
+from memplace.layout import USER_CMAKE
+from memplace.planner import plan
+from memplace.runners import QemuRunner
+from memplace.verify.image import Image
+
+pytestmark = pytest.mark.qemu
+
+CPP_MAIN = """#include <stdint.h>
+#include <stdexcept>
+#include "demo_memplace.h"
+#include "memplace_runtime.h"
+#include "shape.hpp"
+
+static int constructed;
+struct Early {
+    Early() { constructed = 7; }
+};
+static Early early;
+
+// The room of DTCM that no pool or stack takes, and a variable no reset touches.
+static uint32_t frame[1024] MEMPLACE_BSS_IN_DTCM;
+static uint32_t boots __attribute__((section(".noinit")));
+
+extern "C" uint32_t sum_words(const uint32_t *words, uint32_t count);
+
+static void use_input(int value)
+{
+    if (value < 0) {
+        throw std::runtime_error("negative");
+    }
+    DEMO_INPUT_PTR[0] = static_cast<uint8_t>(value);
+}
+
+extern "C" int app_main(void)
+{
+    boots++;
+    if (constructed != 7) {
+        memplace_write("app: no constructor\\n");
+        return 1;
+    }
+    Square square(3);
+    const Shape &shape = square;
+    if (shape.area() != 9) {
+        return 2;
+    }
+    int caught = 0;
+    try {
+        use_input(-1);
+    } catch (const std::runtime_error &error) {
+        caught = 1;
+        memplace_write("app: caught ");
+        memplace_write(error.what());
+        memplace_write("\\n");
+    }
+    use_input(5);
+    frame[0] = 5u;
+    frame[1] = 6u;
+    if (!caught || DEMO_INPUT_PTR[0] != 5u || sum_words(frame, 2) != 11u || APP_FLAVOUR != 3) {
+        return 3;
+    }
+    memplace_write("app: c++ ok\\n");
+    return 0;
+}
+"""
+SHAPE_HPP = """struct Shape {
+    virtual ~Shape() = default;
+    virtual int area() const = 0;
+};
+struct Square : Shape {
+    explicit Square(int side) : side_(side) {}
+    int area() const override;
+    int side_;
+};
+"""
+SHAPE_CC = """#include "shape.hpp"
+int Square::area() const { return side_ * side_; }
+"""
+SUM_S = """    .syntax unified
+    .thumb
+    .text
+    .global sum_words
+    .type sum_words, %function
+sum_words:
+    movs r2, #0
+1:  cbz r1, 2f
+    ldr r3, [r0], #4
+    add r2, r2, r3
+    subs r1, r1, #1
+    b 1b
+2:  mov r0, r2
+    bx lr
+    .size sum_words, . - sum_words
+"""
+USER_SETTINGS = """
+list(APPEND MEMPLACE_USER_DEFINITIONS APP_FLAVOUR=3)
+list(APPEND MEMPLACE_USER_INCLUDE_DIRS ${CMAKE_CURRENT_SOURCE_DIR}/../app/include)
+"""
+
+
+def _app(folder: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    return folder
+
+
+def _generate(
+    capsys: pytest.CaptureFixture[str], board: str | Path, out: Path, sources: Path, *more: str
+) -> None:
+    workload = resources.demo_workload()
+    argv = ["generate", board, workload, "--out", out, "--project-type", "app"]
+    code, _, err = run_cli(capsys, *argv, "--sources", sources, *more)
+    assert code == 0, err
+
+
+def test_a_cpp_app_with_constructors_virtual_calls_and_exceptions_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sources = _app(
+        tmp_path / "app",
+        {
+            "main.cpp": CPP_MAIN,
+            "include/shape.hpp": SHAPE_HPP,
+            "shapes/square.cc": SHAPE_CC,
+            "shapes/asm/sum.S": SUM_S,
+        },
+    )
+    out = tmp_path / "project"
+    _generate(capsys, "qemu-mps3-an547", out, sources)
+    user = out / USER_CMAKE
+    user.write_text(user.read_text() + USER_SETTINGS)
+    # Regenerating, even with --force, leaves the user's file as it is.
+    _generate(capsys, "qemu-mps3-an547", out, sources, "--force")
+    assert user.read_text().endswith(USER_SETTINGS)
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, out_text, _ = run_cli(capsys, "run", out)
+    assert code == 0, out_text
+    assert "app: caught negative\napp: c++ ok\n" in out_text
+    image = Image.from_file(out / "build" / "cpu0.elf")
+    frame = image.get_symbol("_ZL5frame") or image.get_symbol("frame")
+    assert frame is not None
+    assert 0x20000000 <= frame.address < 0x2003C000  # DTCM below its pool: the app's room
+    boots = image.get_symbol("_ZL5boots") or image.get_symbol("boots")
+    assert boots is not None and image.get_section(".noinit") is not None
+
+
+def test_an_app_defines_an_interrupt_handler_by_its_vendor_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sources = _app(
+        tmp_path / "app",
+        {
+            "app.c": """#include <stdint.h>
+#include "memplace_runtime.h"
+static volatile int fired;
+static volatile int initialised;
+void SystemInit(void) { initialised = 1; }
+void TIMER0_IRQHandler(void) { fired++; }
+int app_main(void)
+{
+    /* Line 3 (TIMER0 of the SSE-300): enable it in the NVIC and pend it. */
+    *(volatile uint32_t *)0xE000E100u = 1u << 3;
+    *(volatile uint32_t *)0xE000E200u = 1u << 3;
+    __asm__ volatile("dsb\\n isb" ::: "memory");
+    return fired == 1 ? 0 : 2;
+}
+"""
+        },
+    )
+    out = tmp_path / "project"
+    _generate(capsys, "qemu-mps3-an547", out, sources)
+    startup = (out / "memplace/cpu0/startup.c").read_text()
+    assert (
+        'void TIMER0_IRQHandler(void) __attribute__((weak, alias("Default_Handler")));' in startup
+    )
+    assert "    TIMER0_IRQHandler, /* irq 3 */" in startup
+    assert "    Interrupt6_Handler, /* irq 6 */" in startup  # a line Arm reserves
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, text, _ = run_cli(capsys, "run", out)
+    assert code == 0, text
+
+
+def test_the_stm32h743_table_carries_sts_names(tmp_path: Path) -> None:
+    board = load_board("stm32h743")
+    small = tmp_path / "small.yaml"
+    small.write_text(
+        "memplace: workload/v1\nname: small\nbuffers:\n  - {name: x, size: 1K, live: [0, 0]}\n"
+    )
+    workload = load_workload(small, None, board)
+    startup = render(board, plan(board, workload))["memplace/cm7/startup.c"]
+    assert "    WWDG_IRQHandler, /* irq 0 */" in startup
+    assert "    ETH_IRQHandler, /* irq 61 */" in startup
+    assert "    WAKEUP_PIN_IRQHandler, /* irq 149 */" in startup
+    assert 'void ETH_IRQHandler(void) __attribute__((weak, alias("Default_Handler")));' in startup
+    assert startup.count("ETH_IRQHandler(void) __attribute__") == 1
+
+
+ON_A_BENCH = """memplace: board/v1
+name: an547-on-a-bench
+extends: qemu-mps3-an547
+run: {{simulator: false, on_exit: {on_exit}}}
+"""
+ENDS = """#include <stdint.h>
+#include "memplace_runtime.h"
+int app_main(void)
+{
+#ifdef APP_FAULT
+    __asm__ volatile(".inst.n 0xde00"); /* undefined: a UsageFault, escalated to HardFault */
+#endif
+    memplace_write("app: ended\\n");
+    return 3;
+}
+"""
+
+
+def _bench_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], on_exit: str, app: str, fault: bool
+) -> Path:
+    board = tmp_path / "board.yaml"
+    board.write_text(ON_A_BENCH.format(on_exit=on_exit))
+    out = tmp_path / "project"
+    _generate(capsys, board, out, _app(tmp_path / "app", {"app.c": app}))
+    if fault:
+        user = out / USER_CMAKE
+        user.write_text(user.read_text() + "list(APPEND MEMPLACE_USER_DEFINITIONS APP_FAULT)\n")
+    assert run_cli(capsys, "build", out)[0] == 0
+    return out
+
+
+def _qemu(elf: Path, *extra: str, serial: bool = False) -> process.Completed:
+    """QEMU as a board without a debugger: a reset ends it (-no-reboot). With `serial`,
+    UART0 goes to QEMU's output."""
+    argv = QemuRunner("mps3-an547").command({"cpu0": elf})
+    at = argv.index("-semihosting-config")
+    del argv[at : at + 2]
+    if serial:
+        argv[argv.index("-serial") + 1] = "stdio"
+    argv[0] = process.find_tool(argv[0])
+    return process.run([*argv, "-no-reboot", *extra], timeout=60)
+
+
+@pytest.mark.parametrize("fault", [False, True], ids=["return", "fault"])
+@pytest.mark.parametrize("semihosting", [False, True], ids=["plain", "semihosting"])
+def test_without_a_debugger_the_firmware_resets_as_the_board_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fault: bool, semihosting: bool
+) -> None:
+    out = _bench_project(tmp_path, capsys, "reset", ENDS, fault)
+    startup = (out / "memplace/cpu0/startup.c").read_text()
+    assert "return (*(volatile const uint32_t *)0xE000EDF0u & 1u) != 0u;" in startup
+    extra = ("-semihosting-config", "enable=on,target=native") if semihosting else ()
+    done = _qemu(out / "build" / "cpu0.elf", *extra)
+    # No debugger (QEMU's DHCSR.C_DEBUGEN reads 0): no semihosting call, not even with QEMU
+    # ready to take one; the firmware resets through AIRCR, which -no-reboot turns into an
+    # exit. A fault ends the same way: no `bkpt` to escalate into a lockup.
+    assert done.returncode == 0
+    assert "app: ended" not in done.output
+
+
+def test_on_exit_hook_gets_the_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = """#include <stdint.h>
+#include "memplace_runtime.h"
+#define UART0_DATA (*(volatile uint32_t *)0x49303000u)
+#define UART0_CTRL (*(volatile uint32_t *)0x49303008u)
+void memplace_on_exit(int code)
+{
+    const char *text = "hook: exit ";
+    UART0_CTRL = 1u; /* transmit enable */
+    while (*text != '\\0') {
+        UART0_DATA = (uint32_t)*text++;
+    }
+    UART0_DATA = (uint32_t)('0' + code);
+    UART0_DATA = '\\n';
+    *(volatile uint32_t *)0xE000ED0Cu = 0x05FA0004u; /* reset: -no-reboot ends QEMU */
+}
+int app_main(void) { return 3; }
+"""
+    out = _bench_project(tmp_path, capsys, "hook", app, False)
+    done = _qemu(out / "build" / "cpu0.elf", serial=True)
+    assert done.returncode == 0
+    assert "hook: exit 3" in done.output
+
+
+def test_a_simulator_board_ends_through_semihosting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "project"
+    _generate(capsys, "qemu-mps3-an547", out, _app(tmp_path / "app", {"app.c": ENDS}))
+    startup = (out / "memplace/cpu0/startup.c").read_text()
+    assert "static int memplace_host_attached(void)\n{\n    return 1;\n}" in startup
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, text, _ = run_cli(capsys, "run", out)
+    assert code == 3
+    assert "app: ended" in text
+
+
+def test_every_byte_of_each_memory_is_in_a_region_and_pools_show_their_fill() -> None:
+    board = load_board("qemu-mps3-an547")
+    workload = load_workload(resources.demo_workload(), None, board)
+    script = render(board, plan(board, workload))["memplace/cpu0/linker.ld"]
+    memory = script[script.index("MEMORY\n{") : script.index("}")]
+    regions = {}
+    for line in memory.splitlines()[2:]:
+        name, _, rest = line.strip().partition(" ")
+        origin = int(rest.split("ORIGIN = ")[1].split(",")[0], 16)
+        length = int(rest.split("LENGTH = ")[1], 16)
+        regions[name] = (origin, origin + length)
+    for item in board.memories.values():
+        inside = sorted(
+            span for span in regions.values() if item.origin <= span[0] < item.origin + item.size
+        )
+        covered = item.origin
+        for start, end in inside:
+            assert start == covered, (item.name, inside)
+            covered = end
+        assert covered == item.origin + item.size, item.name
+    assert regions["dtcm"] == (0x20000000, 0x2003C000)
+    assert regions["pool_dtcm_ws"] == (0x2003C000, 0x2007C000)  # its capacity, not its use
