@@ -4,13 +4,24 @@ in a region. Each is built and run under QEMU."""
 
 from __future__ import annotations
 
+import builtins
+import importlib.metadata
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import cli_error, run_cli
 from memplace import process, resources
 from memplace.board import load_board
+from memplace.cli import main
 from memplace.codegen import render
 from memplace.importers import load_workload
 from memplace.layout import USER_CMAKE
@@ -332,3 +343,125 @@ def test_every_byte_of_each_memory_is_in_a_region_and_pools_show_their_fill() ->
         assert covered == item.origin + item.size, item.name
     assert regions["dtcm"] == (0x20000000, 0x2003C000)
     assert regions["pool_dtcm_ws"] == (0x2003C000, 0x2007C000)  # its capacity, not its use
+
+
+def test_version_and_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import memplace
+
+    code, out, err = run_cli(capsys, "--version")
+    assert (code, err) == (0, "")
+    assert out == f"memplace {memplace.__version__}\n"
+    assert memplace.__version__ == importlib.metadata.version("memplace")
+
+
+def test_completion_scripts_complete_commands_options_and_boards(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, script, _ = run_cli(capsys, "completion", "bash")
+    assert code == 0
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(shlex.quote(w) for w in words)
+        probe = f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; _memplace\n"
+        probe += 'printf "%s\\n" "${COMPREPLY[@]}"\n'
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True)
+        return done.stdout.split()
+
+    assert complete("memplace", "ge") == ["generate"]
+    assert "--project-type" in complete("memplace", "check", "--pro")
+    assert "stm32h743" in complete("memplace", "generate", "stm32")
+    assert complete("memplace", "-q", "dem") == ["demo"]
+    code, zsh, _ = run_cli(capsys, "completion", "zsh")
+    assert code == 0 and zsh.startswith("#compdef memplace\n")
+    assert "generate) choices=(" in zsh and "stm32h743" in zsh
+    if shutil.which("zsh"):
+        subprocess.run(["zsh", "-n"], input=zsh, text=True, check=True)
+    assert cli_error(capsys, "completion", "fish").startswith("memplace: error: ")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_check_shows_progress_on_a_terminal_and_the_console_live(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = _app(
+        tmp_path / "app",
+        {
+            "app.c": '#include "memplace_runtime.h"\nint app_main(void)\n{\n'
+            '    memplace_write("app: hello from the firmware\\n");\n    return 0;\n}\n'
+        },
+    )
+    terminal = _Terminal()
+    seen: list[str] = []
+    printed = builtins.print
+
+    def spy(*args: object, **kwargs: object) -> None:
+        # The console line is printed while QEMU still runs: before the run's summary.
+        seen.append(" ".join(map(str, args)))
+        printed(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(builtins, "print", spy)
+    workload = resources.demo_workload()
+    code = main(
+        [
+            "check",
+            "qemu-mps3-an547",
+            str(workload),
+            "--out",
+            str(tmp_path / "p"),
+            "--project-type",
+            "app",
+            "--sources",
+            str(sources),
+        ]
+    )
+    monkeypatch.undo()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    progress = terminal.getvalue().splitlines()
+    stages = [
+        line.split(":")[1].strip() for line in progress if not line.startswith("memplace:   [")
+    ]
+    assert stages == ["plan", "render", "build", "run", "verify"], progress
+    assert any(re.match(r"memplace:   \[\d+/\d+\] ", line) for line in progress), progress
+    assert "app: hello from the firmware" in out
+    assert seen.index("app: hello from the firmware") < next(
+        i for i, line in enumerate(seen) if line.startswith("run: passed")
+    )
+    record = json.loads((tmp_path / "p" / "build" / "run.json").read_text())
+    assert "app: hello from the firmware\n" in record["output"]
+    # -q: no progress, the same report.
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code = main(["-q", "run", str(tmp_path / "p")])
+    monkeypatch.undo()
+    assert code == 0 and terminal.getvalue() == ""
+    assert "app: hello from the firmware" in capsys.readouterr().out
+
+
+def test_output_into_a_pipe_comes_in_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    assert (
+        run_cli(capsys, "generate", "qemu-mps3-an547", resources.demo_workload(), "--out", out)[0]
+        == 0
+    )
+    (out / "CMakeLists.txt").write_text("# edited\n")
+    # As a shell pipes it: Python's own buffering, which PYTHONUNBUFFERED would hide.
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    done = subprocess.run(
+        [sys.executable, "-m", "memplace.cli", "demo", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=environment,
+    )
+    assert done.returncode == 2
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("memplace demo: workload demo")
+    assert lines[1].startswith("memplace: error: ") and "was changed" in lines[1]
