@@ -29,7 +29,7 @@ bench: setup
 	$(BIN)/python benchmarks/tvm_relax.py
 
 wheel: setup
-	$(BIN)/python -m build --wheel --outdir dist .
+	bash scripts/wheel.sh dist
 
 clean:
 	rm -rf out dist build

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -17,13 +18,22 @@ pytestmark = pytest.mark.qemu
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel as `make wheel` builds it."""
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
-        check=True,
-    )
+    subprocess.run(["bash", str(REPO / "scripts" / "wheel.sh"), str(out)], check=True)
     (found,) = out.glob("memplace-*.whl")
     return found
+
+
+def test_the_wheel_has_a_tag_a_package_index_accepts(wheel: Path) -> None:
+    # name-version-python-abi-platform.whl; PyPI refuses linux_*, takes manylinux_2_X_*.
+    python, abi, platforms = wheel.stem.split("-")[2:]
+    assert (python, abi) == ("py3", "none")
+    assert all(re.fullmatch(r"manylinux(2014|_2_\d+)_x86_64", tag) for tag in platforms.split("."))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "memplace/planner/_core.so" in names  # the compiled core is what makes it platform's
+    wheel_meta = next(n for n in names if n.endswith(".dist-info/WHEEL"))
+    assert "Root-Is-Purelib: false" in zipfile.ZipFile(wheel).read(wheel_meta).decode()
 
 
 def test_wheel_holds_boards_templates_cmake_and_the_example(wheel: Path) -> None:
