@@ -131,9 +131,14 @@ def _app(folder: Path, files: dict[str, str]) -> Path:
 
 
 def _generate(
-    capsys: pytest.CaptureFixture[str], board: str | Path, out: Path, sources: Path, *more: str
+    capsys: pytest.CaptureFixture[str],
+    board: str | Path,
+    out: Path,
+    sources: Path,
+    *more: str,
+    workload: Path | None = None,
 ) -> None:
-    workload = resources.demo_workload()
+    workload = workload or resources.demo_workload()
     argv = ["generate", board, workload, "--out", out, "--project-type", "app"]
     code, _, err = run_cli(capsys, *argv, "--sources", sources, *more)
     assert code == 0, err
@@ -465,3 +470,58 @@ def test_output_into_a_pipe_comes_in_order(
     lines = done.stdout.splitlines()
     assert lines[0].startswith("memplace demo: workload demo")
     assert lines[1].startswith("memplace: error: ") and "was changed" in lines[1]
+
+
+STANDIN = Path(__file__).resolve().parent / "firmware" / "tflm_standin"
+TFLM_APP = Path(__file__).resolve().parent / "firmware" / "tflm_app"
+HELLO = Path(__file__).resolve().parents[2] / "shared" / "models" / "tflite-micro"
+HELLO = HELLO / "hello_world_int8.tflite"
+
+
+def _standin_library(folder: Path) -> Path:
+    """The stand-in built as a TFLM build would be: for the board's core, into an archive."""
+    folder.mkdir()
+    flags = ["-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-O2", "-Wall", "-Werror"]
+    gxx, ar = process.find_tool("arm-none-eabi-g++"), process.find_tool("arm-none-eabi-ar")
+    obj = folder / "standin.o"
+    compile_ = [gxx, *flags, f"-I{STANDIN}", "-c", str(STANDIN / "standin.cc"), "-o", str(obj)]
+    for argv in (compile_, [ar, "rcs", str(folder / "libtensorflow-microlite.a"), str(obj)]):
+        assert process.run(argv, timeout=120).returncode == 0
+    return folder / "libtensorflow-microlite.a"
+
+
+@pytest.mark.skipif(not HELLO.is_file(), reason="../shared/models is incomplete")
+@pytest.mark.parametrize("planned", [True, False], ids=["planned", "unplanned"])
+def test_a_tflm_build_links_into_a_project_with_the_planned_arena_and_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], planned: bool
+) -> None:
+    """The recipe of docs/workloads.md, with the stand-in for libtensorflow-microlite.a."""
+    library = _standin_library(tmp_path / "tflm")
+    app = tmp_path / "app"
+    shutil.copytree(TFLM_APP, app)
+    model = app / "planned.tflite"
+    if planned:
+        argv = ["tflm", HELLO, "--board", "qemu-mps3-an547", "--pool", "dtcm_ws", "--out", model]
+        assert run_cli(capsys, *argv)[0] == 0
+    else:
+        shutil.copy(HELLO, model)  # the model as it was: no plan of memplace's in it
+    out = tmp_path / "project"
+    _generate(capsys, "qemu-mps3-an547", out, app, workload=HELLO)
+    header = (out / "memplace/include/hello_world_int8_memplace.h").read_text()
+    assert "#define HELLO_WORLD_INT8_TFLM_ARENA (hello_world_int8_pool_dtcm_ws)" in header
+    user = out / USER_CMAKE
+    user.write_text(
+        user.read_text()
+        + f"list(APPEND MEMPLACE_USER_INCLUDE_DIRS {STANDIN})\n"
+        + f"list(APPEND MEMPLACE_USER_LIBRARIES {library})\n"
+        + 'list(APPEND MEMPLACE_USER_DEFINITIONS "TFLM_MODEL_FILE=\\"${CMAKE_CURRENT_SOURCE_DIR}'
+        + '/../app/planned.tflite\\"")\n'
+    )
+    assert run_cli(capsys, "build", out)[0] == 0
+    code, text, _ = run_cli(capsys, "run", out)
+    if planned:
+        assert code == 0, text
+        assert "tflm: output 42 arena used 256\n" in text
+    else:
+        assert code == 1
+        assert "tflm: AllocateTensors failed" in text
