@@ -28,6 +28,7 @@ from memplace.layout import USER_CMAKE
 from memplace.planner import plan
 from memplace.runners import QemuRunner
 from memplace.verify.image import Image
+from mlf_archives import v5_archive
 
 pytestmark = pytest.mark.qemu
 
@@ -525,3 +526,14 @@ def test_a_tflm_build_links_into_a_project_with_the_planned_arena_and_model(
     else:
         assert code == 1
         assert "tflm: AllocateTensors failed" in text
+
+
+def test_check_on_the_aot_demo_prints_the_models_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = v5_archive(tmp_path / "model.tar")
+    argv = ["check", "qemu-mps3-an547", archive, "--out", tmp_path / "p"]
+    code, out, _ = run_cli(capsys, *argv, "--project-type", "aot_standalone_demo")
+    assert code == 0, out
+    assert "tvm: output y hex f304b53fc262ca3fd7b3dd3f5177ef3f\n" in out
+    assert out.index("tvm: output y") < out.index("run: passed")

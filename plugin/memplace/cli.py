@@ -150,15 +150,16 @@ def _progress(args: argparse.Namespace) -> Callable[[str], None] | None:
     return lambda line: print(f"memplace: {line}", file=sys.stderr, flush=True)
 
 
-def _console(to_stderr: bool = False) -> Callable[[str], None]:
-    """Where the firmware's own console lines go as they come: standard output (standard
-    error when that carries JSON). memplace's protocol lines (`memplace: ...`) are not
-    shown: the summary that follows the run says what they say."""
-    stream = sys.stderr if to_stderr else sys.stdout
+def _console(as_json: bool = False) -> Callable[[str], None] | None:
+    """Where the firmware's own console lines go as they come: standard output, unless that
+    carries JSON (then they are in build/run.json only). memplace's protocol lines
+    (`memplace: ...`) are not shown: the summary that follows the run says what they say."""
+    if as_json:
+        return None
 
     def show(line: str) -> None:
-        if not line.startswith("memplace: ") and "semihosting" not in line:
-            print(line, file=stream, flush=True)
+        if not line.startswith("memplace: "):
+            print(line, flush=True)
 
     return show
 
@@ -814,7 +815,7 @@ def _check(args: argparse.Namespace) -> int:
         standalone_crt=args.standalone_crt_dir,
         model=model,
         progress=_progress(args),
-        console=_console(to_stderr=args.json),
+        console=_console(args.json),
     )
     write_reports(result.report, junit=args.junit, sarif=args.sarif)
     if model is None or project_type != "aot_standalone_demo" or result.run is None:
