@@ -81,7 +81,7 @@ def test_board_names_the_output_cannot_hold(
         (
             ["{name: dtcm_ws, size: 64, live: 0}"],
             "w.yaml:4:12: dtcm_ws.name: buffer 'dtcm_ws' and pool 'dtcm_ws' "
-            "(BOARDS/qemu-mps3-an547.yaml:36:3) would give the generated project the same "
+            "(BOARDS/qemu-mps3-an547.yaml:141:3) would give the generated project the same "
             "name (DTCM_WS)",
         ),
         (
