@@ -551,10 +551,10 @@ def test_verify_catches_code_copied_to_another_memory_than_its_layout_names(
     assert run_cli(capsys, "generate", board_file, workload, "--out", out)[0] == 0
     # A hand-edited linker script that runs .text from PSRAM, still loaded in SSRAM1.
     script = out / "memplace" / "cpu0" / "linker.ld"
-    text_region = "    KEEP(*(.fini))\n    . = ALIGN(4);\n  } > ssram23 AT > ssram1"
+    text_region = "__fini_array_end = .);\n    . = ALIGN(4);\n  } > ssram23 AT > ssram1"
     assert script.read_text().count(text_region) == 1
     script.write_text(
-        script.read_text().replace(text_region, text_region.replace("ssram23", "psram"))
+        script.read_text().replace(text_region, text_region.replace("ssram23", "pool_psram_ws"))
     )
     assert run_cli(capsys, "build", out)[0] == 0
     code, stdout, _ = run_cli(capsys, "verify", out)

@@ -422,7 +422,10 @@ def _core(
     foreign_pools = [
         p for p in all_pools if p.memory in reached_names and pool_owner(board, p) != core.name
     ]
-    for pool in own_pools:
+    # Every pool's reservation is a region, used or not (an unused one holds no section).
+    for pool in [p for p in plan.pools if p.memory in reached_names and p.capacity]:
+        if pool_owner(board, pool) != core.name:
+            continue
         regions.append(
             {
                 "name": f"pool_{pool.name}",
