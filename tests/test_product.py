@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import importlib.metadata
 import io
+import itertools
 import json
 import os
 import re
@@ -362,7 +363,13 @@ def test_every_byte_of_each_memory_is_in_a_region(name: str, tmp_path: Path) -> 
         cursor, holes = item.origin, 0
         for start, end in spans:
             holes += max(0, start - cursor)
+            # Images of several cores may share a memory; within one image, no overlap.
             cursor = max(cursor, end)
+        for core in board.cores:
+            script = files.get(f"memplace/{core}/linker.ld")
+            mine = sorted(_regions(script)) if script else []
+            for (_, end), (start, _) in itertools.pairwise(mine):
+                assert end <= start, (core, mine)
         holes += item.origin + item.size - cursor
         assert holes in (0, box), (item.name, spans)
 

@@ -422,9 +422,10 @@ def _core(
     foreign_pools = [
         p for p in all_pools if p.memory in reached_names and pool_owner(board, p) != core.name
     ]
-    # Every pool's reservation is a region, used or not (an unused one holds no section).
+    # Every pool's reservation is a region, used or not (an unused one holds no section),
+    # unless an image's part of the memory already covers it (an unused pool reserves nothing).
     for pool in [p for p in plan.pools if p.memory in reached_names and p.capacity]:
-        if pool_owner(board, pool) != core.name:
+        if pool_owner(board, pool) != core.name or _in_image_part(pool, slices):
             continue
         regions.append(
             {
@@ -545,6 +546,15 @@ def _core(
     }
 
 
+def _in_image_part(pool: PoolUsage, slices: dict[tuple[str, str], tuple[int, int]]) -> bool:
+    """Whether an unused pool lies in some image's part of its memory."""
+    end = pool.address + pool.capacity
+    return not pool.used and any(
+        memory == pool.memory and start < end and pool.address < stop
+        for (memory, _), (start, stop) in slices.items()
+    )
+
+
 def free_areas(
     board: Board,
     plan: Plan,
@@ -560,7 +570,8 @@ def free_areas(
     for (held, _), span in slices.items():
         taken.setdefault(held, []).append(span)
     for pool in plan.pools:
-        taken.setdefault(pool.memory, []).append((pool.address, pool.address + pool.capacity))
+        if not _in_image_part(pool, slices):
+            taken.setdefault(pool.memory, []).append((pool.address, pool.address + pool.capacity))
     for stack in plan.stacks:
         taken.setdefault(stack.memory, []).append((stack.address, stack.address + stack.budget))
     if box is not None:
