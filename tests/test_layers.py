@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "plugin" / "memplace"
 
 # The model: boards, workloads, scopes, stack hints and what they are read with.
 MODEL = {"board", "workload", "scopes", "hints", "source", "names", "errors", "layout"}
-MODEL |= {"resources", "declarations"}
+MODEL |= {"resources", "declarations", "files"}
 # Modules of higher stages that only declare data the model reads (standard library only).
 DECLARATIONS = {"memplace.runners.capabilities"}
 # What a generated project carries and runs with no memplace installed (its own Project API

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from memplace import completion, options, resources
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.errors import CheckFailed, InputError, MemplaceError, SearchStopped, ToolError
+from memplace.files import CONSOLE_HEADER, Output, claim, write_output
 from memplace.importers import load_workload
 from memplace.importers.mlf import is_mlf
 from memplace.layout import DEFAULT_TIMEOUT, run_record
@@ -59,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=logging.DEBUG if args.debug else logging.WARNING, format="%(name)s: %(message)s"
         )
         handler: Handler = args.handler
+        _claim_outputs(args)
         code = handler(args)
         if _ending:
             # The signal's exception was raised where Python swallows it (a finaliser, a
@@ -182,6 +184,26 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signum)
 
 
+# The files each command writes, as (attribute, option, kind of file); every one is claimed
+# before any work (`memplace.files.claim`).
+OUTPUTS = "outputs"
+# The attributes that name files a command reads; no output may name one of them.
+_INPUTS = ("board", "workload", "elf", "model", "stack_hints")
+
+
+def _claim_outputs(args: argparse.Namespace) -> None:
+    outputs = [
+        Output(option, getattr(args, attribute), kind)
+        for attribute, option, kind in getattr(args, OUTPUTS, ())
+        if getattr(args, attribute, None) is not None
+    ]
+    inputs: list[Path] = []
+    for attribute in _INPUTS:
+        value = getattr(args, attribute, None)
+        inputs += [Path(v) for v in (value if isinstance(value, list) else [value]) if v]
+    claim(outputs, inputs)
+
+
 def system_error(exc: OSError) -> str:
     """One line for an error the operating system reported."""
     what = exc.strerror or str(exc)
@@ -293,7 +315,7 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="draw every pool and stack into an SVG file",
     )
-    plan_cmd.set_defaults(handler=_plan)
+    plan_cmd.set_defaults(handler=_plan, outputs=[("svg", "--svg", "svg")])
 
     import_cmd = commands.add_parser(
         "import", help="turn a TFLite model into a workload file with its weights beside it"
@@ -305,7 +327,7 @@ def _build_parser() -> argparse.ArgumentParser:
     import_cmd.add_argument(
         "--force", action="store_true", help="replace the workload and weights if they exist"
     )
-    import_cmd.set_defaults(handler=_import)
+    import_cmd.set_defaults(handler=_import, outputs=[("out", "--out", "workload")])
 
     tflm = commands.add_parser(
         "tflm",
@@ -332,7 +354,7 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="stop the offset search after S seconds of wall-clock time (default: none)",
     )
-    tflm.set_defaults(handler=_tflm)
+    tflm.set_defaults(handler=_tflm, outputs=[("out", "--out", "tflite")])
 
     generate = commands.add_parser("generate", help="plan and write a firmware project")
     _add_inputs(generate)
@@ -366,7 +388,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "image built outside the project (one image: use with --core)",
     )
     _add_report_options(verify_cmd)
-    verify_cmd.set_defaults(handler=_verify)
+    verify_cmd.set_defaults(handler=_verify, outputs=_REPORTS)
 
     stacks_cmd = commands.add_parser(
         "stacks",
@@ -407,7 +429,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     stacks_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_report_options(stacks_cmd)
-    stacks_cmd.set_defaults(handler=_stacks)
+    stacks_cmd.set_defaults(
+        handler=_stacks, outputs=[*_REPORTS, ("console", "--console", "console")]
+    )
 
     check_cmd = commands.add_parser("check", help="generate, build, run under QEMU and verify")
     _add_inputs(check_cmd)
@@ -421,7 +445,7 @@ def _build_parser() -> argparse.ArgumentParser:
     check_cmd.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_report_options(check_cmd)
     _add_timeout(check_cmd)
-    check_cmd.set_defaults(handler=_check)
+    check_cmd.set_defaults(handler=_check, outputs=_REPORTS)
 
     flash_cmd = commands.add_parser(
         "flash", help="program a built project into its board (pyOCD or OpenOCD)"
@@ -534,6 +558,9 @@ def _add_project_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_REPORTS = [("junit", "--junit", "junit"), ("sarif", "--sarif", "sarif")]
+
+
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--junit", type=file_to_write, metavar="FILE", help="write the report as JUnit XML"
@@ -644,7 +671,7 @@ def _plan(args: argparse.Namespace) -> int:
             print(story.text())
         story.raise_failure()
         if args.svg is not None and story.plan is not None:
-            args.svg.write_text(render_svg(story.plan), encoding="utf-8")
+            write_output(args.svg, render_svg(story.plan))
         return 0
     result = plan(board, workload, args.algorithm, time_limit=args.time_limit, effort=args.effort)
     if result.stopped is not None:
@@ -654,7 +681,7 @@ def _plan(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.svg is not None:
-        args.svg.write_text(render_svg(result), encoding="utf-8")
+        write_output(args.svg, render_svg(result))
     if args.json:
         result.write_json(sys.stdout)
         return 0
@@ -756,7 +783,7 @@ def _stacks(args: argparse.Namespace) -> int:
     report = check_stacks(args.elf, board, args.core, args.objects, hints, run)
     if run is not None:
         if args.console is not None:
-            args.console.write_text(run.console, encoding="utf-8")
+            write_output(args.console, CONSOLE_HEADER.format(args.elf) + run.console)
         if not args.json:
             print(_run_line(run, args.timeout))
     write_reports(report, junit=args.junit, sarif=args.sarif)

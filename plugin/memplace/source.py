@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from memplace.errors import InputError, Mark
+from memplace.files import MAX_DIGITS
 
 Path_ = tuple[str | int, ...]
 
@@ -544,6 +545,13 @@ class _Builder:
         if not isinstance(node, yaml.ScalarNode):
             raise InputError("expected a plain value here", self._mark(node))
         if node.tag.startswith("tag:yaml.org,2002:") and node.tag.rsplit(":", 1)[1] in _SAFE_TAGS:
+            if node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_DIGITS + 2:
+                # Python converts no more than 4,300 digits, and no input needs a tenth.
+                raise InputError(
+                    f"a number of {len(node.value)} characters; at most {MAX_DIGITS} digits "
+                    "are read",
+                    self._mark(node),
+                )
             return _CONSTRUCTOR.construct_object(node, deep=True)
         raise InputError(f"YAML tag {node.tag!r} is not allowed", self._mark(node))
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memplace.errors import InputError
+from memplace.files import integer
 from memplace.verify.frames import Call, Frame, Instruction
 from memplace.verify.image import Function, LineTable
 
@@ -26,7 +27,7 @@ INDIRECT = "__indirect_call"
 _NODE = re.compile(r'node: \{ title: "([^"]*)" label: "((?:[^"\\]|\\.)*)"(.*)\}')
 _EDGE = re.compile(r'edge: \{ sourcename: "([^"]*)" targetname: "([^"]*)"(?: label: "([^"]*)")?')
 _SIZE = re.compile(r"^(\d+) bytes \(([\w,]+)\)$")
-_SU = re.compile(r"^(.*):(\d+):(\d+):(\S+)\t(\d+)\t([\w,]+)\s*$")
+_QUALIFIER = re.compile(r"^[\w,]+$")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def parse_ci(text: str, path: str = "<ci>") -> GccUnit:
             unit.functions[title] = GccFunction(
                 name=name,
                 location=label[1],
-                frame=int(size[1]),
+                frame=integer(size[1], f"{path}:{number}"),
                 qualifier=size[2],
                 file=file,
                 dynamic_objects=tuple(item.strip() for item in label[4:] if item.strip()),
@@ -92,21 +93,41 @@ def parse_ci(text: str, path: str = "<ci>") -> GccUnit:
     return unit
 
 
-def parse_su(text: str) -> list[GccFunction]:
-    """A `-fstack-usage` file: `file:line:column:name<TAB>bytes<TAB>qualifier` lines."""
+def parse_su(text: str, path: str = "<su>") -> list[GccFunction]:
+    """A `-fstack-usage` file: `file:line:column:name<TAB>bytes<TAB>qualifier` lines. Read
+    by splitting, not by a regular expression, so a long line costs its length once."""
     functions = []
-    for line in text.splitlines():
-        if match := _SU.match(line):
-            functions.append(
-                GccFunction(
-                    name=match[4],
-                    location=f"{match[1]}:{match[2]}:{match[3]}",
-                    frame=int(match[5]),
-                    qualifier=match[6],
-                    file=match[1],
-                )
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.rstrip().split("\t")
+        if len(fields) != 3 or not _QUALIFIER.match(fields[2]):
+            continue
+        located = _su_location(fields[0])
+        if located is None or not fields[1].isdigit():
+            continue
+        file, line_number, position, name = located
+        functions.append(
+            GccFunction(
+                name=name,
+                location=f"{file}:{line_number}:{position}",
+                frame=integer(fields[1], f"{path}:{number}"),
+                qualifier=fields[2],
+                file=file,
             )
+        )
     return functions
+
+
+def _su_location(text: str) -> tuple[str, str, str, str] | None:
+    """`file:line:column:name` split at the last line and column that leave a name with no
+    white space (a C++ name may hold colons); None if there is none."""
+    parts = text.split(":")
+    for i in range(len(parts) - 3, 0, -1):
+        if parts[i].isdigit() and parts[i + 1].isdigit():
+            name = ":".join(parts[i + 2 :])
+            if name and not any(c.isspace() for c in name):
+                return ":".join(parts[:i]), parts[i], parts[i + 1], name
+            return None
+    return None
 
 
 def _split_title(title: str) -> tuple[str | None, str]:

@@ -75,7 +75,7 @@ def check_stacks(
     folder), checked against its budget, and against its mark in `run` when given
     (`run_firmware`)."""
     chosen = _core(board, core)
-    image = Image.from_file(elf)
+    image = Image.from_file(elf, key="FIRMWARE.elf")
     su_files, ci_files = _gcc_files(elf, objects)
     graph = image_graph(image, su_files, ci_files)
     for hint_set in board.stack_hints:
@@ -329,7 +329,7 @@ def run_firmware(
     chosen = _core(board, core)
     main = _main_context(board, chosen)
     paints = []
-    image = Image.from_file(elf)
+    image = Image.from_file(elf, key="FIRMWARE.elf")
     top = _initial_stack_pointer(image, chosen)
     budget = main.stack_budget() if main is not None else None
     # QEMU loads the image's sections, zero-filled ones too, and refuses a second write to

@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from memplace.errors import InputError
+from memplace.files import write_output
 from memplace.verify.report import CHECKS, Finding, Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -151,6 +152,6 @@ def write_reports(report: Report, junit: Path | None = None, sarif: Path | None 
 
 def _write(path: Path, text: str, option: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
+        write_output(path, text)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror}", key=option) from exc

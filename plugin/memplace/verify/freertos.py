@@ -22,7 +22,8 @@ from typing import Any
 
 from elftools.elf.elffile import ELFFile
 
-from memplace.verify.image import Image
+from memplace.errors import InputError
+from memplace.verify.image import DAMAGED, Image
 from memplace.verify.target_memory import RunMemory
 
 FILL = 0xA5
@@ -61,7 +62,13 @@ def layout_of(elf: Path) -> Layout:
         parsed = ELFFile(handle)
         if not parsed.has_dwarf_info():
             return Layout()
-        structs = _structs(parsed, STRUCTS)
+        try:
+            structs = _structs(parsed, STRUCTS)
+        except DAMAGED as exc:
+            raise InputError(
+                f"its DWARF debug information is damaged: {type(exc).__name__}: {exc}",
+                key=str(elf),
+            ) from exc
     tcb, lst = structs.get("tskTaskControlBlock"), structs.get("xLIST")
     item, mini = structs.get("xLIST_ITEM"), structs.get("xMINI_LIST_ITEM")
     if not (tcb and lst and item and mini):

@@ -7,18 +7,35 @@ checks, and their tests, work on an `Image` built from data as well.
 from __future__ import annotations
 
 import bisect
+import os
 import posixpath
+import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
+from elftools.common.exceptions import DWARFError, ELFError
+from elftools.construct import ConstructError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from memplace.errors import InputError
+
+DAMAGED = (
+    ELFError,
+    DWARFError,
+    ConstructError,
+    KeyError,
+    IndexError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    struct.error,
+)
+"""What pyelftools raises on an ELF file or DWARF data it cannot make sense of."""
+ADDRESS_SPACE = 1 << 32
 
 
 @dataclass(frozen=True)
@@ -92,16 +109,20 @@ class Image:
     segments: tuple[tuple[int, bytes], ...] = ()
 
     @classmethod
-    def from_file(cls, path: Path) -> Image:
+    def from_file(cls, path: Path, key: str = "DIR") -> Image:
+        """The image at `path`; an ELF that is not a 32-bit Arm one, or whose headers point
+        outside the file or the address space, is an InputError naming it (under `key`)."""
         try:
             handle = path.open("rb")
         except OSError as exc:
-            raise InputError(f"no image at {path}: build the project first", key="DIR") from exc
+            raise InputError(f"no image at {path}: build the project first", key=key) from exc
         try:
             with handle:
-                return cls._read(path, ELFFile(handle))
-        except ELFError as exc:
-            raise InputError(f"{path} is not a readable ELF file: {exc}", key="DIR") from exc
+                elf = ELFFile(handle)
+                _check_headers(path, elf, os.fstat(handle.fileno()).st_size, key)
+                return cls._read(path, elf)
+        except DAMAGED as exc:
+            raise InputError(f"{path} is not a readable ELF file: {exc}", key=key) from exc
 
     @classmethod
     def _read(cls, path: Path, elf: ELFFile) -> Image:
@@ -218,6 +239,32 @@ def _load_address(segments: list[Any], section: Any) -> int:
 _KINDS = {"STT_OBJECT": "object", "STT_FUNC": "func", "STT_NOTYPE": "notype"}
 
 
+def _check_headers(path: Path, elf: ELFFile, file_size: int, key: str) -> None:
+    machine = elf["e_machine"]
+    if machine != "EM_ARM" or elf.elfclass != 32:
+        raise InputError(
+            f"{path} is a {elf.elfclass}-bit ELF file for {machine}; memplace reads images for "
+            "Arm Cortex-M cores (EM_ARM, 32-bit)",
+            key=key,
+        )
+    for index, section in enumerate(elf.iter_sections()):
+        header = section.header
+        size, offset = header["sh_size"], header["sh_offset"]
+        where = f"{path}: section {index}"
+        if header["sh_type"] != "SHT_NOBITS" and offset + size > file_size:
+            raise InputError(
+                f"{where} claims {size} bytes at offset {offset}, past the end of the file "
+                f"({file_size} bytes)",
+                key=key,
+            )
+        if header["sh_flags"] & SH_FLAGS.SHF_ALLOC and header["sh_addr"] + size > ADDRESS_SPACE:
+            raise InputError(
+                f"{where} of {size} bytes at 0x{header['sh_addr']:08x} runs past the 32-bit "
+                "address space",
+                key=key,
+            )
+
+
 def _symbols(elf: ELFFile) -> Iterator[Symbol]:
     symtab = elf.get_section_by_name(".symtab")
     if not isinstance(symtab, SymbolTableSection):
@@ -291,8 +338,13 @@ class LineTable:
                             continue
                         name = names.get(state.file, "?")
                         yield state.address, name, state.line, state.column
-        except (OSError, ELFError):
+        except OSError:
             return
+        except DAMAGED as exc:
+            raise InputError(
+                f"its DWARF debug information is damaged: {type(exc).__name__}: {exc}",
+                key=str(self.path),
+            ) from exc
 
 
 def _file_names(program: Any) -> dict[int, str]:

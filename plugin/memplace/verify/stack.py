@@ -35,6 +35,7 @@ from typing import Any
 from memplace import process
 from memplace.board import Context, Core
 from memplace.errors import InputError, Mark, ToolError
+from memplace.files import read_input
 from memplace.hints import IndirectHint, StackHints, absent_function
 from memplace.layout import build_dir, thread_function
 from memplace.project import Project
@@ -461,7 +462,7 @@ def image_graph(image: Image, su_files: Iterable[Path], ci_files: Iterable[Path]
     instructions = parse_objdump(result.output)
     frames = read_frames(image.iter_functions(), instructions, read_word)
     units = [parse_ci(_read(p), str(p)) for p in ci_files]
-    su = [f for p in su_files for f in parse_su(_read(p))]
+    su = [f for p in su_files for f in parse_su(_read(p), str(p))]
     graph = merge(frames, units, su, LineTable(image.path))
     return replace(
         graph,
@@ -504,7 +505,7 @@ def gcc_reports(
 
 
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
+    return read_input(path).decode("utf-8", errors="replace")
 
 
 def hint_warnings(hints: StackHints, graphs: Iterable[CallGraph]) -> tuple[str, ...]:

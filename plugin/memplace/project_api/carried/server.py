@@ -601,7 +601,10 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _valid_id(value: Any) -> bool:
-    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+    # JSON's 1e400 reads as infinity, which no reply can carry back.
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or (isinstance(value, (str, int)) and not isinstance(value, bool))
 
 
 _METHOD_NAME = re.compile("^[a-zA-Z0-9_]+$")
@@ -690,4 +693,9 @@ def _error_reply(request_id: Any, error: RPCError) -> dict[str, Any]:
 
 
 def _encode(reply: Any) -> bytes:
-    return (json.dumps(reply, allow_nan=False) + "\n").encode("utf-8")
+    try:
+        return (json.dumps(reply, allow_nan=False) + "\n").encode("utf-8")
+    except (TypeError, ValueError) as exc:  # never the end of the server: say what failed
+        log.error("a reply cannot travel", exc_info=exc)
+        error = InternalError(f"the reply cannot be written as JSON: {exc}")
+        return (json.dumps(_error_reply(None, error)) + "\n").encode("utf-8")
