@@ -193,6 +193,11 @@ class _Reader:
             if act is not None:
                 activations.append(act)
         weights = self._weights(graph, operators, constant)
+        if not activations and not weights:
+            raise self.error(
+                "none of its tensors holds a byte (every shape has a dimension of 0): "
+                "nothing to place"
+            )
         return Model(name, self.source, steps, tuple(activations), tuple(weights))
 
     def _operator_name(self, op: Any) -> str:
@@ -285,13 +290,31 @@ class _Reader:
             )
         count = prod(shape)
         if dtype == "INT4":
-            return dtype, shape, (count + 1) // 2
-        if dtype not in ELEMENT_BYTES:
+            size = (count + 1) // 2
+        elif dtype in ELEMENT_BYTES:
+            size = count * ELEMENT_BYTES[dtype]
+        else:
             raise self.error(
                 f"tensor {tensor} ({_tensor_name(spec)}) is of type {dtype}, which has no "
                 "fixed size"
             )
-        return dtype, shape, count * ELEMENT_BYTES[dtype]
+        if problem := shape_problem(shape, count, size):
+            raise self.error(f"tensor {tensor} ({_tensor_name(spec)}) {problem}")
+        return dtype, shape, size
+
+
+MAX_ELEMENTS = 2**31 - 1
+"""Elements and bytes of one tensor at most: TFLite (Micro) counts them in an `int`."""
+
+
+def shape_problem(shape: tuple[int, ...], count: int, size: int) -> str | None:
+    """What is wrong with a tensor of this shape, element count and bytes, or None."""
+    if max(count, size) > MAX_ELEMENTS:
+        return (
+            f"of shape {list(shape)} holds {count} elements in {size} bytes; TFLite counts "
+            f"both in 32-bit integers (at most {MAX_ELEMENTS})"
+        )
+    return None
 
 
 def _enum_names(enum: type) -> dict[int, str]:

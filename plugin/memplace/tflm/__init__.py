@@ -153,7 +153,7 @@ def place_model(
         persistent = Persistent(target.persistent, basis, target.unknown, margin)
         host, host_rule = None, None
         if measure and runtime.available() and not _host_lacks(graph):
-            host = _measure(planned)
+            host = _measure(planned, data, model)
             reference = scratches(graph, "reference", ext)  # what the host build asks
             host_rule = estimate_arena(graph, reference, host.head, host.tail, word_bits=64)
         arena = target.arena + UNKNOWN_MARGIN * len(asked.unmodelled)
@@ -400,11 +400,28 @@ def _planned(data: bytes, graph: Graph, offsets: tuple[int, ...]) -> bytes:
     return planned
 
 
-def _measure(planned: bytes) -> runtime.Measured:
+def _measure(planned: bytes, data: bytes, model: Path) -> runtime.Measured:
+    """The host runtime's measure of the planned model. If it cannot run it, it is asked to
+    run the model as given: failing that too, the model is at fault (an input error naming
+    it); else memplace's plan is (exit 3)."""
     with tempfile.TemporaryDirectory(prefix="memplace-tflm-") as folder:
         path = Path(folder) / "planned.tflite"
         path.write_bytes(planned)
-        return runtime.measure(path)
+        try:
+            return runtime.measure(path)
+        except runtime.RuntimeFailed as exc:
+            failed = exc
+        path.write_bytes(data)
+        try:
+            runtime.measure(path)
+        except runtime.RuntimeFailed as exc:
+            raise InputError(
+                f"TFLite Micro's host runtime cannot run the model: {exc.reason}", key=str(model)
+            ) from None
+    raise MemplaceError(
+        f"the tflite-micro runtime runs {model} but not memplace's planned copy of it: "
+        f"{failed.reason}"
+    )
 
 
 def margin_note(result: TflmPlan) -> str:

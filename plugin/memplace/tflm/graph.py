@@ -30,7 +30,7 @@ from typing import Any
 import tflite
 
 from memplace.errors import InputError
-from memplace.importers.tflite import CORRUPT, ELEMENT_BYTES, IDENTIFIER
+from memplace.importers.tflite import CORRUPT, ELEMENT_BYTES, IDENTIFIER, shape_problem
 
 ARENA_ALIGN = 16
 """TFLite Micro's `MicroArenaBufferAlignment()`: sizes and offsets in the arena."""
@@ -39,6 +39,11 @@ OFFLINE_METADATA = "OfflineMemoryAllocation"
 
 RESOURCE_BYTES = 4
 """TFLite Micro sizes a RESOURCE tensor (a resource variable's id) as one `int32_t`."""
+MAX_SCOPES = 100_000
+"""Allocation scopes memplace plans at most: a subgraph called from n places is walked n
+times, so IFs that call IFs can ask for 2**depth scopes; counted first, in linear time."""
+MAX_NESTING = 100
+"""How deep subgraphs may call subgraphs (TFLite Micro follows them recursively)."""
 
 
 def round_up(size: int, align: int = ARENA_ALIGN) -> int:
@@ -162,6 +167,7 @@ def _read(root: Any, source: str) -> Graph:
         for i in range(sub.OperatorsLength()):
             operator = _operator(root, sub.Operators(i), len(operators), k, i, bases, kinds, source)
             operators.append(operator)
+    _check_calls(len(subgraphs), operators, source)
     walk = _Walk(subgraphs, bases, operators, source)
     walk.subgraph(0, ())
     types = _enum_names(tflite.TensorType)
@@ -176,6 +182,12 @@ def _read(root: Any, source: str) -> Graph:
             for i in range(sub.TensorsLength())
         )
     )
+    if not any(t.in_arena for t in tensors):
+        raise InputError(
+            "none of its tensors takes arena memory (each is a constant, a variable or "
+            "empty, of a dimension of 0): nothing to plan",
+            key=source,
+        )
     ran = tuple(
         replace(op, first=walk.op_first.get(op.index, -1), last=walk.op_last.get(op.index, -1))
         for op in operators
@@ -253,6 +265,58 @@ def _operator(
     )
 
 
+def _check_calls(count: int, operators: list[Operator], source: str) -> None:
+    """Refuse, before walking, calls to no subgraph, recursion, calls nested deeper than
+    MAX_NESTING and a walk of more than MAX_SCOPES scopes: each subgraph's scopes are
+    counted once (depth first, without recursion in Python) and reused by every call."""
+    own = [0] * count
+    calls: list[list[Operator]] = [[] for _ in range(count)]
+    for op in operators:
+        own[op.subgraph] += 1
+        if op.calls:
+            calls[op.subgraph].append(op)
+    scopes: dict[int, int] = {}
+    running = [0]
+    pending = [iter([(op, c) for op in calls[0] for c in op.calls])]
+    while pending:
+        step = next(pending[-1], None)
+        if step is None:
+            k = running.pop()
+            pending.pop()
+            inner = sum(1 + scopes[c] for op in calls[k] for c in op.calls)
+            scopes[k] = min(own[k] + inner, MAX_SCOPES + 1)
+            continue
+        op, called = step
+        if not 0 <= called < count:
+            raise InputError(
+                f"{op.label} calls subgraph {called}; the model has {count}", key=source
+            )
+        if called in running:
+            raise InputError(
+                f"{op.label} calls subgraph {called}, which is running: TFLite Micro plans no "
+                "recursion",
+                key=source,
+            )
+        if called in scopes:
+            continue
+        if len(running) >= MAX_NESTING:
+            raise InputError(
+                f"{op.label} calls subgraph {called}, nesting calls {len(running)} deep; "
+                "memplace follows "
+                f"subgraph calls at most {MAX_NESTING} deep",
+                key=source,
+            )
+        running.append(called)
+        pending.append(iter([(o, c) for o in calls[called] for c in o.calls]))
+    if 1 + scopes[0] > MAX_SCOPES:
+        raise InputError(
+            f"walking its subgraphs as TFLite Micro does opens more than {MAX_SCOPES} allocation "
+            "scopes (a subgraph is walked once per call, so calls that fan out multiply); "
+            f"memplace plans at most {MAX_SCOPES}",
+            key=source,
+        )
+
+
 @dataclass
 class _Walk:
     """The runtime's walk over the subgraphs (`MarkAllocationLifetimes`): scopes counted
@@ -268,6 +332,14 @@ class _Walk:
     op_first: dict[int, int] = field(default_factory=dict)
     op_last: dict[int, int] = field(default_factory=dict)
     runs: dict[str, int] = field(default_factory=dict)
+    first_op: list[int] = field(default_factory=list)  # subgraph k's operators' index range
+
+    def __post_init__(self) -> None:
+        self.first_op = [0] * (len(self.subgraphs) + 1)
+        for op in self.operators:
+            self.first_op[op.subgraph + 1] += 1
+        for k in range(len(self.subgraphs)):
+            self.first_op[k + 1] += self.first_op[k]
 
     @property
     def scope(self) -> int:
@@ -286,7 +358,7 @@ class _Walk:
     def subgraph(self, k: int, calling: tuple[int, ...]) -> None:
         sub, base = self.subgraphs[k], self.bases[k]
         size = self.bases[k + 1] - base
-        ops = [op for op in self.operators if op.subgraph == k]
+        ops = self.operators[self.first_op[k] : self.first_op[k + 1]]
         for n in range(sub.InputsLength()):
             self._use(base + self._local(sub.Inputs(n), size, f"input {n} of subgraph {k}"), True)
         for op in ops:
@@ -343,7 +415,13 @@ def _tensor(
         name = f"{name}, subgraph {subgraph} tensor {local}"
     dtype = types.get(spec.Type(), f"TYPE_{spec.Type()}")
     shape = tuple(int(spec.Shape(k)) for k in range(spec.ShapeLength()))
-    buffer = root.Buffers(spec.Buffer()) if 0 < spec.Buffer() < root.BuffersLength() else None
+    if not 0 <= spec.Buffer() < root.BuffersLength():
+        raise InputError(
+            f"tensor {index} ({name}) names buffer {spec.Buffer()}; the model has "
+            f"{root.BuffersLength()}",
+            key=source,
+        )
+    buffer = root.Buffers(spec.Buffer()) if spec.Buffer() > 0 else None
     constant = buffer is not None and buffer.DataLength() > 0
     if any(dim < 0 for dim in shape) and not constant:
         raise InputError(
@@ -363,6 +441,8 @@ def _tensor(
         raise InputError(
             f"tensor {index} ({name}) is of type {dtype}, which has no fixed size", key=source
         )
+    if not constant and (problem := shape_problem(shape, prod(shape), size)):
+        raise InputError(f"tensor {index} ({name}) {problem}", key=source)
     first, last = walk.first.get(index, -1), walk.last.get(index, -1)
     variable = bool(spec.IsVariable())
     quantization = spec.Quantization()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,14 @@ class Measured:
     version: str
 
 
+class RuntimeFailed(ToolError):
+    """The host runtime could not run a model; `reason` says how, naming no file."""
+
+    def __init__(self, model: Path, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the tflite-micro runtime could not run {model}: {reason}")
+
+
 def available() -> bool:
     return importlib.util.find_spec(PACKAGE) is not None
 
@@ -52,8 +61,10 @@ def measure(model: Path) -> Measured:
                 found["arena"],
                 found["version"],
             )
-    last = done.output.strip().splitlines()[-1:] or ["no output"]
-    raise ToolError(f"the tflite-micro runtime could not run {model}: {last[0]}")
+    last = done.output.strip().splitlines()[-1:]
+    if done.returncode < 0:
+        last = [f"it ended on {signal.Signals(-done.returncode).name}", *last]
+    raise RuntimeFailed(model, last[0] if last else "no output")
 
 
 def works(data: bytes, arena: int) -> bool:
@@ -68,7 +79,7 @@ def works(data: bytes, arena: int) -> bool:
         os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
         try:
             runtime.Interpreter.from_bytes(data, arena_size=arena)
-        except RuntimeError:
+        except BaseException:  # whatever it raises, the child never returns into memplace
             os._exit(1)
         os._exit(0)
     _, status = os.waitpid(pid, 0)
