@@ -4,6 +4,8 @@ a folder it cannot write). Never a traceback."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,9 +75,28 @@ def test_run_on_a_project_never_built_starts_nothing(
     assert not (project / "build").exists()
 
 
-def test_no_space_left_is_a_system_failure(capsys: pytest.CaptureFixture[str]) -> None:
-    err = _fails(capsys, 3, "plan", BOARD, str(demo_workload()), "--svg", "/dev/full")
-    assert err == "memplace: error: No space left on device"
+def test_a_file_the_system_will_not_grow_is_a_system_failure(tmp_path: Path) -> None:
+    """The file system refuses the write (here a file size limit; a full disk alike): the
+    input was fine, the machine failed (exit 3), and nothing is left half-written."""
+    svg = tmp_path / "plan.svg"
+    code = (
+        "import resource, signal, sys; from memplace.cli import main; "
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100)); "
+        f"sys.exit(main(['plan', {BOARD!r}, {str(demo_workload())!r}, '--svg', {str(svg)!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr == "memplace: error: File too large\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_device_as_an_output_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _fails(capsys, 2, "plan", BOARD, str(demo_workload()), "--svg", "/dev/full")
+    assert err.endswith(
+        "--svg: /dev/full is not a regular file memplace wrote (a link, FIFO "
+        "or device); name a new file"
+    )
 
 
 def test_a_folder_the_system_will_not_write_is_a_system_failure(

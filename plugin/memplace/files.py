@@ -99,16 +99,25 @@ _SVG = re.compile(
 )
 CONSOLE_HEADER = "# memplace: console of {}\n"
 
-# What memplace writes, by kind, and how it knows one it wrote.
-KINDS: dict[str, Recognise] = {
-    "junit": _contains(b"<testsuites ", b'<testsuite name="memplace '),
-    "sarif": _contains(
-        b'"$schema": "https://json.schemastore.org/sarif-2.1.0.json"', b'"name": "memplace"'
+# What memplace writes, by kind: what people call it, and how memplace knows one it wrote.
+KINDS: dict[str, tuple[str, Recognise]] = {
+    "junit": ("JUnit report", _contains(b"<testsuites ", b'<testsuite name="memplace ')),
+    "sarif": (
+        "SARIF report",
+        _contains(
+            b'"$schema": "https://json.schemastore.org/sarif-2.1.0.json"', b'"name": "memplace"'
+        ),
     ),
-    "svg": lambda head: _SVG.match(head) is not None,
-    "console": lambda head: head.startswith(CONSOLE_HEADER.split("{", 1)[0].encode()),
-    "workload": lambda head: head.startswith(b"# Imported by memplace from "),
-    "tflite": lambda head: head[4:8] == b"TFL3" and b"OfflineMemoryAllocation" in head,
+    "svg": ("SVG", lambda head: _SVG.match(head) is not None),
+    "console": (
+        "console",
+        lambda head: head.startswith(CONSOLE_HEADER.split("{", 1)[0].encode()),
+    ),
+    "workload": ("workload", lambda head: head.startswith(b"# Imported by memplace from ")),
+    "tflite": (
+        "model",
+        lambda head: head[4:8] == b"TFL3" and b"OfflineMemoryAllocation" in head,
+    ),
 }
 
 
@@ -129,6 +138,7 @@ def claim(outputs: Iterable[Output], inputs: Iterable[Path]) -> None:
     seen: dict[tuple[int, int] | str, str] = {}
     for out in outputs:
         path, key = out.path, out.option
+        noun, ours = KINDS[out.kind]
         identity = _identity(path)
         if identity in given:
             raise InputError(
@@ -143,7 +153,7 @@ def claim(outputs: Iterable[Output], inputs: Iterable[Path]) -> None:
             continue
         mode = path.lstat().st_mode
         if stat.S_ISDIR(mode):
-            raise InputError(f"{path} is a folder; name a file to write", key=key)
+            raise InputError(f"{path} is a folder; name the {noun} file to write", key=key)
         if not stat.S_ISREG(mode):
             raise InputError(
                 f"{path} is not a regular file memplace wrote (a link, FIFO or device); "
@@ -152,7 +162,7 @@ def claim(outputs: Iterable[Output], inputs: Iterable[Path]) -> None:
             )
         with path.open("rb") as handle:
             existing = handle.read(MAX_READ)
-        if not KINDS[out.kind](existing):
+        if not ours(existing):
             raise InputError(
                 f"{path} exists and memplace did not write it; name a new file or remove it",
                 key=key,

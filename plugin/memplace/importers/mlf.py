@@ -30,21 +30,25 @@ whole archive an input error.
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 import re
 import tarfile
+import zlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memplace.errors import InputError
+from memplace.files import integer
 from memplace.workload import Workload, WorkloadBuilder
 
 __all__ = ["ModelArchive", "Pool", "Tensor", "is_mlf", "read_mlf"]
 
 SUPPORTED_VERSIONS = (5, 6, 7)
-SUFFIXES = (".tar", ".tgz", ".tar.gz")
+SUFFIXES = (".tar", ".tgz", ".tar.gz", ".tar.xz", ".txz")
 STEP = "run"
 WORKSPACE = "tvm_workspace"
 # TVM's CRT aligns every workspace allocation to this many bytes (TVM_RUNTIME_ALLOC_ALIGNMENT).
@@ -169,7 +173,13 @@ def _read_members(path: Path) -> dict[str, bytes]:
                 handle = archive.extractfile(member)
                 if handle is not None:
                     found[name] = handle.read()
-    except tarfile.TarError:
+    except EOFError:
+        raise InputError(
+            f"{path} ends before its compressed stream does: the archive is truncated (an "
+            "interrupted download?)",
+            key=KEY,
+        ) from None
+    except (tarfile.TarError, zlib.error, lzma.LZMAError, gzip.BadGzipFile):
         raise InputError(
             f"{path} is not a Model Library Format archive (a tar file, plain or compressed)",
             key=KEY,
@@ -313,9 +323,11 @@ class _Reader:
         if "metadata.json" not in self.members:
             raise self.error("no metadata.json: not a Model Library Format archive")
         try:
-            metadata = json.loads(self.text("metadata.json"))
+            metadata = json.loads(self.text("metadata.json"), parse_int=self._json_integer)
         except json.JSONDecodeError as exc:
             raise self.error(f"metadata.json is not JSON: {exc}") from None
+        except RecursionError:
+            raise self.error("metadata.json is nested too deeply") from None
         if not isinstance(metadata, dict):
             raise self.error("metadata.json is not a JSON object")
         version = metadata.get("version")
@@ -326,6 +338,9 @@ class _Reader:
                 "what TVM 0.9 to 0.15 write)"
             )
         return metadata
+
+    def _json_integer(self, text: str) -> int:
+        return integer(text, f"{KEY}: {self.path}: metadata.json")
 
     def _texts(self, folder: str, suffix: str) -> dict[str, str]:
         return {
@@ -387,6 +402,8 @@ class _Reader:
         if not isinstance(main, list) or not main or not isinstance(main[0], dict):
             raise self.error("metadata.json has no memory.functions.main entry")
         # One entry per device; the model's C code runs on the CPU (device type 1).
+        if not all(isinstance(entry, dict) for entry in main):
+            raise self.error("metadata.json: memory.functions.main lists JSON objects only")
         return next((entry for entry in main if entry.get("device") == 1), main[0])
 
     def _tensors(
@@ -479,20 +496,31 @@ def _integer(value: Any, key: str, reader: _Reader) -> int:
 
 
 def _struct_members(header: str, struct: str) -> list[str]:
-    match = re.search(rf"struct\s+{struct}\s*\{{([^}}]*)\}}", header)
-    return re.findall(r"void\s*\*\s*(\w+)\s*;", match[1]) if match else []
+    body = _up_to(header, rf"struct\s+{re.escape(struct)}\s*\{{", "}")
+    return re.findall(r"void\s*\*\s*(\w+)\s*;", body) if body is not None else []
+
+
+def _up_to(text: str, head: str, close: str) -> str | None:
+    """The text between the first match of `head` and the next `close` after it, or None.
+    Found with `str.find`, not a pattern that rescans the rest of the text for every
+    candidate start, so a header of many unclosed heads costs its length once."""
+    match = re.search(head, text)
+    if match is None:
+        return None
+    end = text.find(close, match.end())
+    return text[match.end() : end] if end >= 0 else None
 
 
 def _macro(header: str, name: str) -> int | None:
-    match = re.search(rf"^#define\s+{name}\s+(\d+)\s*$", header, re.MULTILINE)
-    return int(match[1]) if match else None
+    match = re.search(rf"^#define\s+{re.escape(name)}\s+(\d+)\s*$", header, re.MULTILINE)
+    return integer(match[1], f"{KEY}: #define {name}") if match else None
 
 
 def _run_parameters(header: str, prefix: str, reader: _Reader) -> tuple[str, ...]:
-    match = re.search(rf"int32_t\s+{prefix}_run\s*\(([^)]*)\)", header)
-    if match is None:
+    arguments = _up_to(header, rf"int32_t\s+{re.escape(prefix)}_run\s*\(", ")")
+    if arguments is None:
         return ()
-    kinds = tuple(re.findall(rf"struct\s+{prefix}_(\w+)\s*\*", match[1]))
+    kinds = tuple(re.findall(rf"struct\s+{re.escape(prefix)}_(\w+)\s*\*", arguments))
     unknown = [kind for kind in kinds if kind not in ("inputs", "outputs", "workspace_pools")]
     if unknown:
         raise reader.error(
@@ -541,19 +569,36 @@ def _constant_data(header: str, macro: str) -> bytes | None:
     return None
 
 
+def _main_parameters(relay: str) -> str | None:
+    """What `def @main(...)` holds: up to the first `)` followed by `->` or `{`. Scanned
+    once from left to right (each `)` and the white space after it looked at once)."""
+    head = relay.find("def @main(")
+    if head < 0:
+        return None
+    start = close = head + len("def @main(")
+    while (close := relay.find(")", close)) >= 0:
+        after = close + 1
+        while after < len(relay) and relay[after].isspace():
+            after += 1
+        if relay.startswith(("->", "{"), after):
+            return relay[start:close]
+        close += 1
+    return None
+
+
 def _relay_inputs(relay: str) -> dict[str, tuple[int, str]]:
     """The tensor parameters of `@main` in Relay text: C name -> (bytes, dtype)."""
-    match = re.search(r"def @main\((.*?)\)\s*(->|\{)", relay, re.DOTALL)
-    if match is None:
+    parameters = _main_parameters(relay)
+    if parameters is None:
         return {}
     found = {}
     pattern = r"%([\w.:]+):\s*Tensor\[\(([\d,\s]*)\),\s*(\w+)\]"
-    for name, shape, dtype in re.findall(pattern, match[1]):
+    for name, shape, dtype in re.findall(pattern, parameters):
         kind = _DTYPE.match(dtype)
         if kind is None:
             continue
         count = 1
         for extent in filter(None, (part.strip() for part in shape.split(","))):
-            count *= int(extent)
+            count *= integer(extent, f"{KEY}: the Relay text's @main")
         found[_c_name(name)] = ((count * int(kind[2]) + 7) // 8, dtype)
     return found

@@ -13,7 +13,6 @@ import xml.etree.ElementTree as ET
 from importlib import metadata
 from pathlib import Path
 
-from memplace.errors import InputError
 from memplace.files import write_output
 from memplace.verify.report import CHECKS, Finding, Report
 
@@ -145,13 +144,6 @@ def _location(file: str, line: int | None) -> dict[str, object]:
 def write_reports(report: Report, junit: Path | None = None, sarif: Path | None = None) -> None:
     """Write the report as JUnit XML to `junit` and as SARIF to `sarif` (each if given)."""
     if junit is not None:
-        _write(junit, to_junit(report), "--junit")
+        write_output(junit, to_junit(report))
     if sarif is not None:
-        _write(sarif, to_sarif(report), "--sarif")
-
-
-def _write(path: Path, text: str, option: str) -> None:
-    try:
-        write_output(path, text)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}", key=option) from exc
+        write_output(sarif, to_sarif(report))
