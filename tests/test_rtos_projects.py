@@ -93,5 +93,10 @@ def test_the_exerciser_refuses_tasks(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 2
     err = capsys.readouterr().err
-    assert "--project-type: the exerciser does not start RTOS tasks (worker, logger)" in err
+    board = tmp_path / "board.yaml"
+    line = next(n for n, text in enumerate(BOARD.splitlines(), 1) if text.startswith("  worker:"))
+    assert err.startswith(
+        f"memplace: error: {board}:{line}:3: contexts.worker: the exerciser does not start RTOS "
+        "tasks (worker, logger): generate an app or library project (--project-type)"
+    ), err
     assert not out.exists()

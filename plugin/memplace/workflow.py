@@ -83,12 +83,14 @@ def generate(
     folder when given. A Relax `model` (`importers.relax`, whose workload `workload` is) goes
     into the project with its kernels and static executor."""
     check_derived(board, workload)
-    tasks = [c.name for c in board.contexts.values() if c.kind == "task"]
+    tasks = [c for c in board.contexts.values() if c.kind == "task"]
     if tasks and project_type == "exerciser":
         raise InputError(
-            f"the exerciser does not start RTOS tasks ({', '.join(tasks)}): generate an app "
-            "or library project, whose RTOS creates them on the stacks memplace places",
-            key="--project-type",
+            f"the exerciser does not start RTOS tasks ({', '.join(c.name for c in tasks)}): "
+            "generate an app or library project (--project-type), whose RTOS creates them on "
+            "the stacks memplace places",
+            tasks[0].mark,
+            key=f"contexts.{tasks[0].name}" if tasks[0].mark else "--project-type",
         )
     _say(progress, f"plan: workload {workload.name} on board {board.name}")
     result = plan(board, workload, algorithm=algorithm)

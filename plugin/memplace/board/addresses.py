@@ -65,6 +65,7 @@ class ContextSpec:
             self.task,
             self.budget,
             self.irq,
+            self.node.doc.key_mark(self.node.path),
         )
 
 

@@ -254,6 +254,8 @@ class Context:
     """For a task whose stack the RTOS or the application allocates: its size."""
     irq: int | None = None
     """For an isr of a device: its interrupt line (vector table entry 16 + irq)."""
+    mark: Mark | None = field(default=None, compare=False, repr=False)
+    """Where the board file declares the context, for errors about it."""
 
     def stack_budget(self) -> int | None:
         """Bytes of the stack this context's entry runs on, wherever it is."""

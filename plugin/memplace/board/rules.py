@@ -1082,6 +1082,16 @@ def _check_contexts(
             raise contexts_node.error(
                 f"core {core!r} has no thread context to start on; add one with core: {core}"
             )
+        tasks: dict[str, str] = {}
+        for spec in on_core:
+            if spec.kind != "task":
+                continue
+            named = tasks.setdefault(spec.task, spec.name)
+            if named != spec.name:
+                raise (spec.node.get("task") or spec.node).error(
+                    f"context {named!r} on core {core!r} is already the RTOS task "
+                    f"{spec.task!r}; give each task a name of its own (`task: NAME`)"
+                )
         entries: dict[str, str] = {}
         for spec in on_core:
             if spec.kind == "task":
