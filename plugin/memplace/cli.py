@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import json
 import logging
@@ -92,12 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
-        # The system refused: no space left, a read-only or unreadable folder, a name too
-        # long for the file system. The input was fine; the machine failed (exit 3).
+        # The system refused. A place the user may not write or read (permission, a
+        # read-only file system) is the user's to fix (exit 2); no space left, an I/O error,
+        # a file too large is the machine failing on fine input (exit 3).
         if args is not None and args.debug:
             raise
         print(f"memplace: error: {system_error(exc)}", file=sys.stderr)
-        return ToolError.exit_code
+        return InputError.exit_code if exc.errno in REFUSED else ToolError.exit_code
     finally:
         for sig, before in previous.items():
             signal.signal(sig, before)
@@ -204,6 +206,10 @@ def _claim_outputs(args: argparse.Namespace) -> None:
     claim(outputs, inputs)
 
 
+REFUSED = (errno.EACCES, errno.EPERM, errno.EROFS)
+"""Errors of the system that say the user named a place memplace may not use."""
+
+
 def system_error(exc: OSError) -> str:
     """One line for an error the operating system reported."""
     what = exc.strerror or str(exc)
@@ -256,6 +262,8 @@ def _no_file_above(path: Path, text: str) -> None:
         if parent.exists():
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise argparse.ArgumentTypeError(f"{text}: cannot write in {parent} (read-only)")
             return
 
 

@@ -542,6 +542,11 @@ def fd_problem(read_fd: int | None, write_fd: int | None) -> str | None:
     """What is wrong with the file descriptors a server is told to use, or None."""
     if (read_fd is None) != (write_fd is None):
         return "--read-fd and --write-fd go together"
+    if read_fd is not None and read_fd == write_fd:
+        return (
+            f"--read-fd and --write-fd are both {read_fd}: requests come in on one pipe and "
+            "replies go out on another"
+        )
     for fd in (read_fd, write_fd):
         if fd is not None:
             try:
