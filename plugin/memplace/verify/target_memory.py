@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memplace import process
-from memplace.errors import ToolError
+from memplace.errors import InputError, ToolError
 
 QEMU = "qemu-system-arm"
 QMP_TIMEOUT = 30.0
@@ -253,7 +253,14 @@ class _Stub:
             if call == SYS_EXIT:
                 return 0 if self.register(1) == APPLICATION_EXIT else 1
             if call == SYS_EXIT_EXTENDED:
-                block = self.memory(self.register(1), 8)
+                pointer = self.register(1)
+                block = self.memory(pointer, 8)
+                if block is None:
+                    raise InputError(
+                        f"the firmware exits through semihosting (SYS_EXIT_EXTENDED) with its "
+                        f"parameter block at 0x{pointer:08x}, which is no memory of the machine",
+                        key="FIRMWARE.elf",
+                    )
                 reason, code = int.from_bytes(block[:4], "little"), block[4:]
                 return int.from_bytes(code, "little") if reason == APPLICATION_EXIT else 1
             self.step_over(pc, deadline)
@@ -321,8 +328,14 @@ class _Stub:
         data = self.ask("g")
         return int.from_bytes(bytes.fromhex(data[number * 8 : number * 8 + 8]), "little")
 
-    def memory(self, address: int, size: int) -> bytes:
-        return bytes.fromhex(self.ask(f"m{address:x},{size:x}"))
+    def memory(self, address: int, size: int) -> bytes | None:
+        """`size` bytes at `address`; None when the stub cannot read them (an `E` reply)."""
+        reply = self.ask(f"m{address:x},{size:x}")
+        try:
+            data = bytes.fromhex(reply)
+        except ValueError:
+            return None
+        return data if len(data) == size else None
 
     def ask(self, command: str) -> str:
         self.send(command)
