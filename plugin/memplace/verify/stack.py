@@ -453,7 +453,8 @@ def image_graph(image: Image, su_files: Iterable[Path], ci_files: Iterable[Path]
     objdump = process.find_tool(OBJDUMP)
     result = process.run([objdump, "-d", "--no-show-raw-insn", str(image.path)], OBJDUMP_TIMEOUT)
     if result.returncode != 0:
-        raise ToolError(f"{OBJDUMP} could not read {image.path}:\n{result.output[-2000:]}")
+        said = result.output.strip().splitlines()[-1:] or [f"exit code {result.returncode}"]
+        raise ToolError(f"{OBJDUMP} could not read {image.path}: {said[0]}")
 
     def read_word(address: int) -> int | None:
         data = image.read(address, 4)
