@@ -708,3 +708,49 @@ def test_the_server_refuses_one_descriptor_for_both_directions(
         "memplace: error: serve: --read-fd and --write-fd are both 0: requests come in on one "
         "pipe and replies go out on another"
     )
+
+
+# -- memplace stacks --run: what the firmware asks of the machine ----------------------------
+
+EXITING = """\
+extern unsigned __stack_top;
+int main(void);
+
+void Reset_Handler(void)
+{
+    register unsigned call __asm__("r0") = 0x20; /* SYS_EXIT_EXTENDED */
+    register unsigned block __asm__("r1") = 0xFFFFFFF0u; /* no memory there */
+    main();
+    __asm__ volatile("bkpt 0xab" : : "r"(call), "r"(block));
+    for (;;) {
+    }
+}
+
+int main(void) { return 0; }
+
+__attribute__((section(".vectors"), used)) void (*const vectors[16])(void) = {
+    (void (*)(void))&__stack_top, Reset_Handler,
+};
+"""
+
+
+@pytest.mark.qemu
+def test_an_exit_whose_parameter_block_is_nowhere_is_the_firmwares_fault(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "fw.c").write_text(EXITING)
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    flags = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
+    argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c", "fw.c", "-o", "fw.o"]
+    assert process.run(argv, timeout=120, cwd=tmp_path).returncode == 0
+    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld"), "fw.o", "-o", "fw.elf"]
+    assert process.run(argv, timeout=120, cwd=tmp_path).returncode == 0
+    board = tmp_path / "board.yaml"
+    board.write_text("memplace: board/v1\nextends: qemu-mps2-an385\nname: exiting\n")
+    elf = tmp_path / "fw.elf"
+    line = cli_error(capsys, "stacks", elf, "--board", board, "--run", "--timeout", "30")
+    assert line == (
+        "memplace: error: FIRMWARE.elf: the firmware exits through semihosting "
+        "(SYS_EXIT_EXTENDED) with its parameter block at 0xfffffff0, which is no memory of "
+        "the machine"
+    )
