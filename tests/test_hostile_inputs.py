@@ -754,3 +754,14 @@ def test_an_exit_whose_parameter_block_is_nowhere_is_the_firmwares_fault(
         "(SYS_EXIT_EXTENDED) with its parameter block at 0xfffffff0, which is no memory of "
         "the machine"
     )
+
+
+def test_a_reply_that_cannot_be_written_becomes_an_internal_error() -> None:
+    """The last guard before a reply leaves: whatever a reply holds, a line of JSON goes
+    out and the server goes on."""
+    from memplace.project_api.carried import server
+
+    line = server._encode({"jsonrpc": "2.0", "id": float("inf"), "result": None})
+    reply = json.loads(line)
+    assert reply["id"] is None and reply["error"]["code"] == -32603
+    assert "Out of range float values are not JSON compliant" in reply["error"]["message"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memplace.errors import InputError
+from conftest import cli_error
 from memplace.verify import CHECKS, Finding, Report, StackReport, to_junit, to_sarif
 from memplace.verify.formats import write_reports
 
@@ -108,6 +108,9 @@ def test_reports_are_written_where_asked(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "r.sarif").read_text())["version"] == "2.1.0"
 
 
-def test_an_unwritable_report_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"--junit: cannot write .*/missing/r.xml"):
-        write_reports(REPORT, junit=tmp_path / "missing" / "r.xml")
+def test_a_report_in_no_folder_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "missing" / "r.xml"
+    line = cli_error(capsys, "verify", tmp_path / "no-project", "--junit", report)
+    assert line == f"memplace: error: --junit: no folder {report.parent} to write r.xml in"

@@ -1084,7 +1084,7 @@ def _check_contexts(
             )
         tasks: dict[str, str] = {}
         for spec in on_core:
-            if spec.kind != "task":
+            if spec.kind != "task" or spec.task is None:
                 continue
             named = tasks.setdefault(spec.task, spec.name)
             if named != spec.name:

@@ -477,7 +477,7 @@ class Server:
         except Exception as exc:
             return _error_reply(request_id, self._server_error(method, exc))
         try:
-            _encode(reply)
+            _line(reply)
         except (TypeError, ValueError) as exc:  # a result that cannot travel: our bug
             log.error("%s: the result cannot travel", method, exc_info=exc)
             return _error_reply(request_id, InternalError(f"method {method}: result: {exc}"))
@@ -697,9 +697,13 @@ def _error_reply(request_id: Any, error: RPCError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
 
 
+def _line(reply: Any) -> bytes:
+    return (json.dumps(reply, allow_nan=False) + "\n").encode("utf-8")
+
+
 def _encode(reply: Any) -> bytes:
     try:
-        return (json.dumps(reply, allow_nan=False) + "\n").encode("utf-8")
+        return _line(reply)
     except (TypeError, ValueError) as exc:  # never the end of the server: say what failed
         log.error("a reply cannot travel", exc_info=exc)
         error = InternalError(f"the reply cannot be written as JSON: {exc}")
