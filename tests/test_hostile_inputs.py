@@ -470,8 +470,10 @@ def test_byte_flips_of_a_model_never_end_in_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """300 seeded byte flips of a model of two subgraphs through `memplace tflm` (memplace's
-    own reader and planner; the host runtime is left out, its answer has a test above):
-    each one planned, or refused in one line naming the model with exit 2."""
+    own reader and planner; the host runtime is left out, its answer has a test above), and
+    of a model of one through `memplace plan` (the importer): each one planned, or refused
+    in one line naming the model with exit 2 (or, from `plan`, a tensor a flipped shape
+    made too large for any pool: exit 1, a buffer that fits nowhere)."""
     monkeypatch.setattr(runtime, "available", lambda: False)
     original = _fanning_ifs(1)
     outcomes: dict[int, int] = {}
@@ -488,6 +490,18 @@ def test_byte_flips_of_a_model_never_end_in_a_traceback(
             assert len(err.strip().splitlines()) == 1 and err.startswith(
                 f"memplace: error: {model}: "
             ), (seed, err)
+    assert outcomes.get(2, 0) > 10 and outcomes.get(0, 0) > 10, outcomes
+    single = _one_add([2, 8])
+    outcomes = {}
+    for seed in range(300):
+        model.write_bytes(_flips(single, seed))
+        code, _, err = run_cli(capsys, "plan", BOARD, model, "--time-limit", "1")
+        outcomes[code] = outcomes.get(code, 0) + 1
+        assert code in (0, 1, 2), (seed, err)  # 1: a flipped shape's tensor fits nowhere
+        if code:
+            assert len(err.strip().splitlines()) == 1, (seed, err)
+        if code == 2:
+            assert len(err.strip().splitlines()) == 1 and str(model) in err, (seed, err)
     assert outcomes.get(2, 0) > 10 and outcomes.get(0, 0) > 10, outcomes
 
 
@@ -765,3 +779,24 @@ def test_a_reply_that_cannot_be_written_becomes_an_internal_error() -> None:
     reply = json.loads(line)
     assert reply["id"] is None and reply["error"]["code"] == -32603
     assert "Out of range float values are not JSON compliant" in reply["error"]["message"]
+
+
+def test_import_replaces_only_a_workload_it_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / "m.tflite"
+    model.write_bytes(_one_add([1, 4]))
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("x: 1\n")
+    never = "is an input of this command; memplace never writes over what it reads"
+    line = cli_error(capsys, "import", model, "--out", model, "--force")
+    assert line == f"memplace: error: --out: {model} {never}"
+    line = cli_error(capsys, "import", model, "--out", mine, "--force")
+    assert line == (
+        f"memplace: error: --out: {mine} exists and memplace did not write it; name a new "
+        "file or remove it"
+    )
+    assert mine.read_text() == "x: 1\n" and model.read_bytes() == _one_add([1, 4])
+    workload = tmp_path / "w.yaml"
+    for _ in range(2):  # its own workload it replaces when told to
+        assert run_cli(capsys, "import", model, "--out", workload, "--force")[0] == 0
