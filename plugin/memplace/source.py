@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from memplace.errors import InputError, Mark
-from memplace.files import MAX_DIGITS
+from memplace.files import MAX_DIGITS, read_input
 
 Path_ = tuple[str | int, ...]
 
@@ -108,9 +108,9 @@ class Document:
     @classmethod
     def from_file(cls, path: Path) -> Document:
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read file: {exc.strerror}", Mark(str(path), 1, 1)) from exc
+            raw = read_input(path)
+        except InputError as exc:
+            raise InputError(f"cannot read file: {exc.message}", Mark(str(path), 1, 1)) from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -27,6 +27,7 @@ import tflite
 import yaml
 
 from memplace.errors import InputError
+from memplace.files import read_input
 from memplace.workload import DEFAULT_ALIGN, VERSION, Workload, WorkloadBuilder
 
 IDENTIFIER = b"TFL3"
@@ -137,10 +138,7 @@ class Model:
 
 def read_tflite(path: Path) -> Model:
     """Read a `.tflite` file; every problem with it is an InputError naming the file."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the model: {exc.strerror}", key=str(path)) from exc
+    data = read_input(path, key="MODEL")
     return parse_tflite(data, str(path), workload_name(path))
 
 

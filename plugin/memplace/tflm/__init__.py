@@ -27,6 +27,7 @@ from typing import Any
 
 from memplace.board import Board
 from memplace.errors import InputError, MemplaceError, PlanningError
+from memplace.files import read_input
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.tflm import runtime
 from memplace.tflm.allocator import UNKNOWN_MARGIN, need
@@ -121,10 +122,7 @@ def place_model(
 ) -> TflmPlan:
     """Plan `model`'s arena on `board`; nothing is written. `measure` runs the host runtime
     on the planned model when the `tflite-micro` package is installed."""
-    try:
-        data = model.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the model: {exc.strerror}", key=str(model)) from exc
+    data = read_input(model, key="MODEL")
     graph = read_graph(data, str(model))
     ext = extension(_cpu(board))
     asked = scratches(graph, kernels, ext)
