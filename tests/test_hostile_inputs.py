@@ -536,11 +536,15 @@ HEADER = "codegen/host/include/tvmgen_default.h"
 MLF_CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "truncated_gzip": (
         _truncated(gzip.compress, ".tar.gz"),
-        "ends before its compressed stream does: the archive is truncated",
+        "ends before its last member does: the archive is truncated",
+    ),
+    "truncated_tar": (
+        _truncated(lambda whole: whole[: len(whole) // 2 + 200], ".tar"),
+        "ends before its last member does: the archive is truncated",
     ),
     "truncated_xz": (
         _truncated(lzma.compress, ".tar.xz"),
-        "ends before its compressed stream does: the archive is truncated",
+        "ends before its last member does: the archive is truncated",
     ),
     "long_number": (
         _members(

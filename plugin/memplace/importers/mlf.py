@@ -165,7 +165,16 @@ def _read_members(path: Path) -> dict[str, bytes]:
     try:
         with tarfile.open(path, "r:*") as archive:
             found: dict[str, bytes] = {}
-            for member in archive.getmembers():
+            members = archive.getmembers()
+            if not path.name.lower().endswith(SUFFIXES[1:]) and members:
+                # A plain tar cut short (an interrupted copy) lists the members it still
+                # has: the last one's data runs past the end of the file, or nothing
+                # follows it (a whole tar ends with zero blocks after its last member).
+                last = members[-1]
+                blocks = -(-(last.offset_data + last.size) // tarfile.BLOCKSIZE)
+                if path.stat().st_size < (blocks + 1) * tarfile.BLOCKSIZE:
+                    raise EOFError
+            for member in members:
                 name = _safe_name(path, member)
                 if name is None or not member.isfile() or not _WANTED.match(name):
                     continue
@@ -175,7 +184,7 @@ def _read_members(path: Path) -> dict[str, bytes]:
                     found[name] = handle.read()
     except EOFError:
         raise InputError(
-            f"{path} ends before its compressed stream does: the archive is truncated (an "
+            f"{path} ends before its last member does: the archive is truncated (an "
             "interrupted download?)",
             key=KEY,
         ) from None
