@@ -10,7 +10,10 @@ own Python (`TemplateProject.from_directory`, `tvmc micro create-project`). The 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from memplace import resources
@@ -38,8 +41,18 @@ def write_template(board: str, out: Path) -> dict[str, str]:
         SCRIPT: script.read_text(encoding="utf-8"),
         CONFIG: json.dumps(config, indent=2) + "\n",
     }
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
-    (out / SCRIPT).chmod(0o755)
+    # Written whole or not at all: a folder beside `out`, renamed onto it (absent or empty).
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for name, text in files.items():
+            (scratch / name).write_text(text, encoding="utf-8")
+        (scratch / SCRIPT).chmod(0o755)
+        umask = os.umask(0)
+        os.umask(umask)
+        scratch.chmod(0o777 & ~umask)
+        os.replace(scratch, out)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     return files
