@@ -43,7 +43,10 @@ def write_template(board: str, out: Path) -> dict[str, str]:
     }
     # Written whole or not at all: a folder beside `out`, renamed onto it (absent or empty).
     out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:  # say what the user named, not the scratch folder's name
+        raise OSError(exc.errno, exc.strerror, str(out)) from None
     try:
         for name, text in files.items():
             (scratch / name).write_text(text, encoding="utf-8")
