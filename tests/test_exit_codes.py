@@ -213,7 +213,7 @@ def _own_result(
     def measure(path: Path) -> runtime.Measured:
         if path.read_bytes() != original:
             raise runtime.RuntimeFailed(path, "RuntimeError: TFLM failed to allocate tensors")
-        return runtime.Measured(64, 64, 128, "test", 0, 0)
+        return runtime.Measured(64, 64, 128, "test")
 
     mp.setattr(runtime, "available", lambda: True)
     mp.setattr(runtime, "measure", measure)

@@ -267,6 +267,8 @@ _EVENTS = yaml.events
 
 def _plain_scalar(value: str) -> Any:
     """A plain (unquoted) scalar as the safe loader reads it."""
+    if len(value) > MAX_DIGITS + 2 and value[:1] in "+-0123456789":
+        raise _Careful  # a number too long to convert: the careful reader says where
     if value.isdigit() and value.isascii() and (value[0] != "0" or value == "0"):
         return int(value)
     if _WORD.match(value) and value not in _NOT_TEXT:

@@ -254,7 +254,7 @@ class _Stub:
                 return 0 if self.register(1) == APPLICATION_EXIT else 1
             if call == SYS_EXIT_EXTENDED:
                 pointer = self.register(1)
-                block = self.memory(pointer, 8)
+                block = self.readable(pointer, 8)
                 if block is None:
                     raise InputError(
                         f"the firmware exits through semihosting (SYS_EXIT_EXTENDED) with its "
@@ -328,7 +328,19 @@ class _Stub:
         data = self.ask("g")
         return int.from_bytes(bytes.fromhex(data[number * 8 : number * 8 + 8]), "little")
 
-    def memory(self, address: int, size: int) -> bytes | None:
+    def memory(self, address: int, size: int) -> bytes:
+        """`size` bytes at `address`, which the firmware named: no memory there is its
+        fault (an input error), not a failure of QEMU."""
+        data = self.readable(address, size)
+        if data is None:
+            raise InputError(
+                f"the firmware points at {size} bytes at 0x{address:08x}, which are no memory "
+                "of the machine",
+                key="FIRMWARE.elf",
+            )
+        return data
+
+    def readable(self, address: int, size: int) -> bytes | None:
         """`size` bytes at `address`; None when the stub cannot read them (an `E` reply)."""
         reply = self.ask(f"m{address:x},{size:x}")
         try:
