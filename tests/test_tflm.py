@@ -360,7 +360,11 @@ OUT = ["--out", "{tmp}/x.tflite"]
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["{model}", "--board", BOARD, "--out", "{model}"], 2, "--out names the input model"),
+        (
+            ["{model}", "--board", BOARD, "--out", "{model}"],
+            2,
+            "is an input of this command; memplace never writes over",
+        ),
         (["{model}", "--board", BOARD, "--out", "{tmp}"], 2, "is a folder; name the model file"),
         (["{model}", "--board", BOARD, "--out", "{tmp}/no/x.tflite"], 2, "--out: no folder"),
         (["{tmp}/none.tflite", "--board", BOARD, *OUT], 2, "MODEL: no model file"),
