@@ -90,6 +90,20 @@ def _check_failed(
     return _cli(capsys, "plan", BOARD, workload)
 
 
+def _stopped(
+    tmp: Path, capsys: pytest.CaptureFixture[str], mp: pytest.MonkeyPatch
+) -> tuple[int, str]:
+    from test_planner_benchmarks import ONE_POOL_BOARD, SHARED, _workload_file
+
+    instance = SHARED / "minimalloc" / "F.1048576.csv"
+    if not instance.is_file():
+        pytest.skip("../shared/benchmarks/minimalloc is absent")
+    board = tmp / "board.yaml"
+    board.write_text(ONE_POOL_BOARD)
+    workload = _workload_file(instance, tmp / "f.yaml")
+    return _cli(capsys, "plan", board, workload, "--time-limit", "1e-9")
+
+
 def _usage(
     tmp: Path, capsys: pytest.CaptureFixture[str], mp: pytest.MonkeyPatch
 ) -> tuple[int, str]:
@@ -263,6 +277,7 @@ def _signals(
 CASES: dict[str, Case] = {
     "all good": _good,
     "a check failed": _check_failed,
+    "the user's `--time-limit` stopped a search": _stopped,
     "a usage error": _usage,
     "a board, workload or hints file": _bad_board,
     "a number of more than 40 digits": _long_number,
