@@ -187,7 +187,7 @@ def test_a_stack_nothing_filled_has_no_mark(
     report = json.loads(capsys.readouterr().out)
     stacks = {s["context"]: s for s in report["stacks"]}
     assert stacks["Worker 2"]["measured"] is None
-    # Two tasks of other code share the name Worker 1: a stack each, and no mark.
+    # Two tasks of other code share the name Worker 1: a stack each.
     mine, other = (
         stacks["Worker 1 (vWorkerTask, 384 bytes)"],
         stacks["Worker 1 (vOtherTask, 320 bytes)"],
@@ -202,10 +202,11 @@ def test_a_stack_nothing_filled_has_no_mark(
     assert found[("stack-mark", "Worker 2")].startswith(
         "no mark: the lowest bytes of task 'Worker 2''s stack at 0x"
     )
-    assert found[("stack-mark", "Worker 1 (vOtherTask, 320 bytes)")] == (
-        "no mark: tasks of other code or stack sizes are named 'Worker 1' too, and the run "
-        "cannot tell their stacks apart"
-    )
+    # Told apart by the stack each creation got, each holds no fill of its own.
+    for name in ("Worker 1 (vOtherTask, 320 bytes)", "Worker 1 (vWorkerTask, 384 bytes)"):
+        assert found[("stack-mark", name)].startswith(
+            "no mark: the lowest bytes of task 'Worker 1''s stack at 0x"
+        )
     assert found[("task", "Pinned")] == (
         "the kernel runs task 'Pinned', which no task creation memplace follows and no board "
         "task names: list it in the board (kind: task, entry, task, stack: {size: BYTES})"
@@ -222,7 +223,7 @@ def test_the_c_librarys_heap_is_painted_too(
         tmp_path / "build", [*CORES[base], *FLAGS, "-DHEAP=xAppHeap", "-DHEAP_SECTION"]
     )
     argv = ["stacks", str(firmware), "--board", str(board_file), "--json", "--run"]
-    assert main([*argv, "--timeout", "2"]) == 0
+    assert main([*argv, "--timeout", "5"]) == 0
     stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
     for name in ("Worker 1", "Worker 2", "Other"):
         assert 64 < stacks[name]["measured"] <= stacks[name]["static_bound"], name
@@ -448,3 +449,41 @@ def test_an_mpu_ports_system_call_stack_is_bounded(
         "(MPU_...Impl), whose stack size (configSYSTEM_CALL_STACK_SIZE) only the image's "
         "debug information gives: build it with -g"
     )
+
+
+def test_tasks_of_one_name_are_measured_each_by_its_own_stack(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two tasks named 'Worker 1' run other code with other stack sizes (vWorkerTask, 96
+    words; vOtherTask, 80 words), both from the heap (xTaskCreate): the run follows each
+    creation to the stack pvPortMalloc gives it, so each is measured from its own task
+    control block's stack, not from whichever of the name is deepest. A board task keyed by
+    the name applies to both."""
+    firmware = _build(tmp_path / "build", [*CORES[base], *FLAGS, "-DSHARED_NAME"])
+    argv = ["stacks", str(firmware), "--board", str(board_file), "--json", "--run"]
+    assert main([*argv, "--timeout", "5"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    stacks = {s["context"]: s for s in report["stacks"]}
+    mine = stacks["Worker 1 (vWorkerTask, 384 bytes)"]
+    other = stacks["Worker 1 (vOtherTask, 320 bytes)"]
+    assert other["path"] == ["vOtherTask", "more.c:work"] and other["budget"] == 320
+    assert mine["path"] == ["vWorkerTask", "app.c:work"] and mine["budget"] == 384
+    for stack in (mine, other, stacks["Other"], stacks["Worker 2"]):
+        assert 64 < stack["measured"] <= stack["static_bound"]
+    # Each its own: the same code under another name measures the same, and the two of
+    # one name differ as their code does.
+    assert other["measured"] == stacks["Other"]["measured"]
+    assert mine["measured"] == stacks["Worker 2"]["measured"]
+    assert mine["measured"] != other["measured"]
+    assert report["findings"] == []
+
+    board = tmp_path / "named.yaml"
+    listed = (
+        "  w1: {core: cpu0, kind: task, entry: vWorkerTask, task: Worker 1, stack: {size: 300}}"
+    )
+    board.write_text(f"{board_file.read_text()}{listed}\n")
+    assert main(["stacks", str(firmware), "--board", str(board), "--json"]) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    assert stacks["w1 (vWorkerTask, 384 bytes)"]["budget"] == 300
+    assert stacks["w1 (vOtherTask, 320 bytes)"]["budget"] == 300
+    assert not [name for name in stacks if name.startswith("Worker 1")]

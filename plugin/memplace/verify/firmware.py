@@ -114,11 +114,12 @@ def check_stacks(
         measured = _main_mark(image, chosen, budget, run) if on_main and run else None
         findings += stack_findings(context.name, budget, bound, measured)
         stacks.append(_stack_report(context.name, budget, bound, measured))
+    owned = _stacks_created(run, graph) if run is not None else {}
     for task in tasks:
         bound = _task_bound(task, chosen, analysis, image)
         measured = None
         if running is not None and run is not None:
-            measured, unread = _task_mark(task, running, run)
+            measured, unread = _task_mark(task, running, run, owned)
             findings += unread
         findings += stack_findings(task.context, task.budget, bound, measured)
         stacks.append(_stack_report(task.context, task.budget, bound, measured))
@@ -149,6 +150,20 @@ def _created_at_run(run: RunMemory, graph: CallGraph) -> tuple[CreatedTask, ...]
         for task in run.created
         if task.entry in graph.nodes and task.words
     )
+
+
+def _stacks_created(
+    run: RunMemory, graph: CallGraph
+) -> dict[tuple[str, str, int], set[int | None]]:
+    """The low ends of the stacks the run's creation calls gave (None: one the run did not
+    see), by the task's name, entry function and stack size (bytes): which stacks are
+    whose when tasks share a name."""
+    owned: dict[tuple[str, str, int], set[int | None]] = {}
+    for task in run.created:
+        node = graph.nodes.get(task.entry)
+        if node is not None:
+            owned.setdefault((task.name, node.name, 4 * task.words), set()).add(task.stack)
+    return owned
 
 
 SYSTEM_CALLS = "system calls (each task's)"
@@ -221,52 +236,52 @@ def _task_stacks(
 ) -> tuple[list[TaskStack], list[Finding]]:
     """Every task to check, and what does not add up between the board's tasks, the ones
     the firmware's code creates and (after a run) the ones its kernel's lists hold."""
-    created: dict[str, CreatedTask] = {}
+    variants: dict[str, list[tuple[int, int]]] = {}
     for task in found:
-        if task.complete and task.name is not None:
-            created.setdefault(task.name, task)
+        if task.complete and task.name is not None and task.entry is not None and task.size:
+            variants.setdefault(task.name, []).append((task.entry, task.size))
+    # One stack per distinct task of a name (entry and size): several tasks may share a
+    # name, as FreeRTOS allows; each is told apart by its code and size.
+    created = {name: sorted(set(found_)) for name, found_ in variants.items()}
+    first = {t.name: t for t in reversed(found) if t.complete and t.name is not None}
     listed = [c for c in contexts if c.kind == "task"]
     stacks: list[TaskStack] = []
     findings: list[Finding] = []
     for context in listed:
         name = context.task or context.name
-        match = created.get(name)
-        if match is None:
+        if name not in created:
             stacks += _listed_only(context, name, found, graph, running, findings)
             continue
-        size = match.size or 0
-        entry = graph.nodes[match.entry].name if match.entry is not None else context.entry
-        given = graph.by_name.get(context.entry)
-        if given is not None and given != match.entry:
+        match, kinds = first[name], created[name]
+        entries = [graph.nodes[entry].name for entry, _ in kinds]
+        if context.entry not in entries and graph.by_name.get(context.entry) not in {
+            entry for entry, _ in kinds
+        }:
             message = (
                 f"the board starts task {name!r} at {context.entry}(), but the firmware "
-                f"creates it at {entry}() ({match.via} in {match.creator})"
+                f"creates it at {'(), '.join(dict.fromkeys(entries))}() ({match.via} in "
+                f"{match.creator})"
             )
             findings.append(Finding("task", context.name, message))
-        budget = context.stack_budget()
-        if budget is not None and budget > size:
-            message = (
-                f"the board gives it {budget} bytes, more than the {size} bytes of stack the "
-                f"firmware creates task {name!r} with ({match.via} in {match.creator}); its "
-                "budget is the real stack's"
-            )
-            findings.append(Finding("task", context.name, message))
-            budget = size
-        stacks.append(TaskStack(context.name, name, entry, budget or size, size))
+        for (_, size), entry in zip(kinds, entries, strict=True):
+            label = context.name if len(kinds) == 1 else f"{context.name} ({entry}, {size} bytes)"
+            budget = context.stack_budget()
+            if budget is not None and budget > size:
+                message = (
+                    f"the board gives it {budget} bytes, more than the {size} bytes of stack "
+                    f"the firmware creates task {name!r} with ({match.via} in "
+                    f"{match.creator}); its budget is the real stack's"
+                )
+                findings.append(Finding("task", label, message))
+                budget = size
+            stacks.append(TaskStack(label, name, entry, budget or size, size, len(kinds) > 1))
     taken = {stack.task for stack in stacks}
     for name in sorted(set(created) - taken):
-        # One stack per distinct task of the name (entry and size): several tasks may
-        # share a name, as FreeRTOS allows.
-        variants = sorted(
-            {(t.entry, t.size) for t in found if t.name == name and t.complete},
-            key=lambda v: (v[0] or 0, v[1] or 0),
-        )
-        for entry_address, bytes_ in variants:
-            if entry_address is None or bytes_ is None:
-                continue
+        kinds = created[name]
+        for entry_address, bytes_ in kinds:
             entry = graph.nodes[entry_address].name
-            label = name if len(variants) == 1 else f"{name} ({entry}, {bytes_} bytes)"
-            stacks.append(TaskStack(label, name, entry, bytes_, bytes_, len(variants) > 1))
+            label = name if len(kinds) == 1 else f"{name} ({entry}, {bytes_} bytes)"
+            stacks.append(TaskStack(label, name, entry, bytes_, bytes_, len(kinds) > 1))
     taken |= set(created)
     covered = {graph.by_name.get(c.entry) for c in listed}
     for task in found if running is None else ():  # (a run shows what was created)
@@ -389,7 +404,9 @@ def _late_paints(image: Image) -> LatePaints:
     creators = tuple(
         (functions[name], kind) for name, kind in CREATORS.items() if name in functions
     )
-    return LatePaints(main, tuple(heaps), creators, FILL, layout_of(image.path).name_length)
+    name_length = layout_of(image.path).name_length
+    allocator = functions.get("pvPortMalloc")
+    return LatePaints(main, tuple(heaps), creators, FILL, name_length, allocator)
 
 
 def _library_heap(image: Image) -> list[tuple[int, int]]:
@@ -439,19 +456,27 @@ def _has_task_lists(image: Image) -> bool:
 
 
 def _task_mark(
-    task: TaskStack, running: Mapping[str, Sequence[int]], run: RunMemory
+    task: TaskStack,
+    running: Mapping[str, Sequence[int]],
+    run: RunMemory,
+    owned: Mapping[tuple[str, str, int], set[int | None]],
 ) -> tuple[int | None, list[Finding]]:
     """A task's high-water mark: its stack's size less the bytes at its low end that still
-    hold the fill (the largest of the tasks of its name). None when no task of its name was
-    running at the end, when tasks of other code share its name, or when its stack's low
-    end holds no fill at all (nothing filled it: no mark, rather than a false overflow)."""
+    hold the fill (the largest of the tasks of its name, entry and size). Where tasks of
+    other code or sizes share its name, only the stacks the run's creations of this one
+    got (`owned`) count. None when no such task was running at the end, or when its
+    stack's low end holds no fill at all (nothing filled it: no mark, rather than a false
+    overflow)."""
     lows = running.get(task.task, ())
     if task.shared and lows:
-        message = (
-            f"no mark: tasks of other code or stack sizes are named {task.task!r} too, and "
-            "the run cannot tell their stacks apart"
-        )
-        return None, [Finding("stack-mark", task.context, message)]
+        mine = owned.get((task.task, task.entry, task.size or task.budget), set())
+        if None in mine:
+            message = (
+                f"no mark: tasks of other code or stack sizes are named {task.task!r} too, "
+                "and the run did not see which stack each was given"
+            )
+            return None, [Finding("stack-mark", task.context, message)]
+        lows = tuple(low for low in lows if low in mine)  # none: not created in the run
     size = task.size or task.budget
     marks = []
     for low in lows:

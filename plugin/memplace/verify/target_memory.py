@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,23 +52,28 @@ class LatePaints:
     takes a task's stack: `static`, `xTaskCreateStatic`'s depth in r2 and buffer as its
     sixth argument; `parameters`, a TaskParameters_t in r0; `dynamic`, xTaskCreate's,
     from the heap), the stack it is given. Every such call is recorded too (entry, name,
-    depth), whatever its arguments are."""
+    depth), whatever its arguments are, with the low end of the stack it gets: the buffer
+    given, or for `dynamic`, what the `allocator` (the kernel's pvPortMalloc) returns during
+    the call for a block of the stack's size."""
 
     start: int | None = None
     at_start: tuple[Paint, ...] = ()
     creators: tuple[tuple[int, str], ...] = ()
     fill: int = 0xA5
     name_length: int = 16
+    allocator: int | None = None
 
 
 @dataclass(frozen=True)
 class CreatedAtRun:
     """A task creation call the run made: its entry, name and depth (words) as the call
-    was given them."""
+    was given them, and the low end of the stack the task got (None: the run did not see
+    it)."""
 
     entry: int
     name: str
     words: int
+    stack: int | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +203,20 @@ def _said(running: process.Running, console: _Console) -> str:
     return (fatal or lines[-1:] or [""])[0][:300]
 
 
+@dataclass(frozen=True)
+class _Creation:
+    """A dynamic task creation being followed: its record, the stack pointer and return
+    address of the call, the allocator, and the return of the allocation awaited (with the
+    stack pointer it returns to)."""
+
+    index: int
+    sp: int
+    back: int
+    allocator: int
+    allocated: int | None = None
+    allocated_sp: int | None = None
+
+
 class _Stub:
     """Just enough of GDB's remote protocol to run to a semihosting exit, or to a time."""
 
@@ -215,6 +234,7 @@ class _Stub:
         self.buffer = b""
         self.painted: list[Paint] = []
         self.created: list[CreatedAtRun] = []
+        self.creation: _Creation | None = None
 
     def close(self) -> None:
         self.connection.close()
@@ -238,11 +258,16 @@ class _Stub:
                     self.paint(paint)
                 self.ask(f"z0,{pc:x},2")  # once is enough
                 continue
+            if self.follow(pc, stops, deadline):
+                continue
             if pc in creators:
                 self.record(creators[pc], late.name_length)
                 stack = self.created_stack(creators[pc], late.fill)
                 if stack is not None:
                     self.paint(stack)
+                    self.created[-1] = replace(self.created[-1], stack=stack.address)
+                elif creators[pc] == "dynamic" and late.allocator is not None:
+                    self.await_allocation(late.allocator, stops)
                 self.step_over(pc, deadline)
                 continue
             if pc not in calls:
@@ -264,6 +289,48 @@ class _Stub:
                 reason, code = int.from_bytes(block[:4], "little"), block[4:]
                 return int.from_bytes(code, "little") if reason == APPLICATION_EXIT else 1
             self.step_over(pc, deadline)
+
+    def await_allocation(self, allocator: int, stops: set[int]) -> None:
+        """Follow the dynamic creation call just entered until it returns: the allocation
+        of its stack's size made on the way gives the stack's low end. (Not where a
+        breakpoint of the run's own is already there.)"""
+        back = self.register(14) & ~1
+        if allocator in stops or back in stops or allocator == back:
+            return
+        self.creation = _Creation(len(self.created) - 1, self.register(13), back, allocator)
+        for address in (allocator, back):
+            self.ask(f"Z0,{address:x},2")
+
+    def follow(self, pc: int, stops: set[int], deadline: float) -> bool:
+        """Whether the stop at `pc` is one of the creation being followed, now handled:
+        the allocator entered for the stack's size (then its return is awaited), that
+        allocation returning (the stack's low end in r0), or the creation returning (the
+        following ends). The same addresses reached from another context are stepped over."""
+        creation = self.creation
+        if creation is None or pc not in (creation.allocator, creation.back, creation.allocated):
+            return False
+        sp = self.register(13)
+        if pc == creation.allocated and sp == creation.allocated_sp:
+            self.ask(f"z0,{pc:x},2")
+            task = self.created[creation.index]
+            self.created[creation.index] = replace(task, stack=self.register(0))
+            self.creation = replace(creation, allocated=None, allocated_sp=None)
+            return True
+        if pc == creation.back and sp == creation.sp:
+            for address in (creation.allocator, creation.back, creation.allocated):
+                if address is not None:
+                    self.ask(f"z0,{address:x},2")
+            self.creation = None
+            return True
+        task = self.created[creation.index]
+        wanted = task.stack is None and creation.allocated is None
+        if pc == creation.allocator and wanted and self.register(0) == 4 * task.words:
+            allocated = self.register(14) & ~1
+            if allocated not in (*stops, creation.allocator, creation.back):
+                self.ask(f"Z0,{allocated:x},2")
+                self.creation = replace(creation, allocated=allocated, allocated_sp=sp)
+        self.step_over(pc, deadline)
+        return True
 
     def step_over(self, pc: int, deadline: float) -> None:
         self.ask(f"z0,{pc:x},2")

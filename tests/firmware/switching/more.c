@@ -27,7 +27,7 @@ void vOtherTask(void *argument)
 void vStartOtherTask(void)
 {
     xTaskCreate(vOtherTask, "Other", 96u, 0, 1u, 0);
-#if defined(NAMED_AT_RUN_TIME)
+#if defined(NAMED_AT_RUN_TIME) || defined(SHARED_NAME)
     xTaskCreate(vOtherTask, "Worker 1", 80u, 0, 1u, 0); /* a name app.c's task has too */
 #endif
 }
