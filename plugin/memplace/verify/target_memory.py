@@ -161,6 +161,9 @@ def run_and_read(
 
 PAINT_CHUNK = 512
 """Bytes written per memory-write packet (QEMU's gdbstub takes packets of 4 KB)."""
+ALLOCATION_DEPTH = 4096
+"""How far below a creation call's stack pointer the allocation of its stack is made, at
+most (the kernel's own frames between them)."""
 MAX_PAINT = 1 << 20
 """A task stack larger than this is no stack a creation call gives: left unpainted."""
 
@@ -234,7 +237,8 @@ class _Stub:
         self.buffer = b""
         self.painted: list[Paint] = []
         self.created: list[CreatedAtRun] = []
-        self.creation: _Creation | None = None
+        self.creations: list[_Creation] = []
+        self.placed: set[int] = set()  # the breakpoints placed for them
 
     def close(self) -> None:
         self.connection.close()
@@ -258,7 +262,7 @@ class _Stub:
                     self.paint(paint)
                 self.ask(f"z0,{pc:x},2")  # once is enough
                 continue
-            if self.follow(pc, stops, deadline):
+            if self.follow(pc, deadline):
                 continue
             if pc in creators:
                 self.record(creators[pc], late.name_length)
@@ -293,43 +297,56 @@ class _Stub:
     def await_allocation(self, allocator: int, stops: set[int]) -> None:
         """Follow the dynamic creation call just entered until it returns: the allocation
         of its stack's size made on the way gives the stack's low end. (Not where a
-        breakpoint of the run's own is already there.)"""
+        breakpoint of the run's own is already there.) Several may be followed at once:
+        a creation can be preempted by a task that creates one."""
         back = self.register(14) & ~1
         if allocator in stops or back in stops or allocator == back:
             return
-        self.creation = _Creation(len(self.created) - 1, self.register(13), back, allocator)
-        for address in (allocator, back):
-            self.ask(f"Z0,{address:x},2")
+        index = len(self.created) - 1
+        self.creations.append(_Creation(index, self.register(13), back, allocator))
+        self.place_breakpoints()
 
-    def follow(self, pc: int, stops: set[int], deadline: float) -> bool:
-        """Whether the stop at `pc` is one of the creation being followed, now handled:
-        the allocator entered for the stack's size (then its return is awaited), that
-        allocation returning (the stack's low end in r0), or the creation returning (the
+    def place_breakpoints(self) -> None:
+        """Insert the breakpoints the creations followed need, remove the ones no longer."""
+        wanted = {
+            address
+            for creation in self.creations
+            for address in (creation.allocator, creation.back, creation.allocated)
+            if address is not None
+        }
+        for address in sorted(self.placed - wanted):
+            self.ask(f"z0,{address:x},2")
+        for address in sorted(wanted - self.placed):
+            self.ask(f"Z0,{address:x},2")
+        self.placed = wanted
+
+    def follow(self, pc: int, deadline: float) -> bool:
+        """Whether the stop at `pc` is one of the creations being followed, now handled:
+        the allocator entered for a stack's size (then its return is awaited), that
+        allocation returning (the stack's low end in r0), or the creation returning (its
         following ends). The same addresses reached from another context are stepped over."""
-        creation = self.creation
-        if creation is None or pc not in (creation.allocator, creation.back, creation.allocated):
+        if pc not in self.placed:
             return False
         sp = self.register(13)
-        if pc == creation.allocated and sp == creation.allocated_sp:
-            self.ask(f"z0,{pc:x},2")
+        for number, creation in enumerate(self.creations):
             task = self.created[creation.index]
-            self.created[creation.index] = replace(task, stack=self.register(0))
-            self.creation = replace(creation, allocated=None, allocated_sp=None)
-            return True
-        if pc == creation.back and sp == creation.sp:
-            for address in (creation.allocator, creation.back, creation.allocated):
-                if address is not None:
-                    self.ask(f"z0,{address:x},2")
-            self.creation = None
-            return True
-        task = self.created[creation.index]
-        wanted = task.stack is None and creation.allocated is None
-        if pc == creation.allocator and wanted and self.register(0) == 4 * task.words:
-            allocated = self.register(14) & ~1
-            if allocated not in (*stops, creation.allocator, creation.back):
-                self.ask(f"Z0,{allocated:x},2")
-                self.creation = replace(creation, allocated=allocated, allocated_sp=sp)
-        self.step_over(pc, deadline)
+            if pc == creation.allocated and sp == creation.allocated_sp:
+                self.created[creation.index] = replace(task, stack=self.register(0))
+                self.creations[number] = replace(creation, allocated=None, allocated_sp=None)
+                break
+            if pc == creation.back and sp == creation.sp:
+                del self.creations[number]
+                break
+            wanted = task.stack is None and creation.allocated is None
+            near = 0 <= creation.sp - sp <= ALLOCATION_DEPTH  # (the creation's own stack)
+            if pc == creation.allocator and wanted and near:
+                if self.register(0) == 4 * task.words:
+                    allocated = self.register(14) & ~1
+                    self.creations[number] = replace(creation, allocated=allocated, allocated_sp=sp)
+                break
+        self.place_breakpoints()
+        if pc in self.placed:
+            self.step_over(pc, deadline)
         return True
 
     def step_over(self, pc: int, deadline: float) -> None:

@@ -15,7 +15,11 @@ void vInitialiseLists(void);
 void taskYIELD(void);
 
 struct tskTaskControlBlock {
+#if defined(MPU_PORT)
+    uint32_t words[25]; /* rtos.c's, with an MPU port's region settings */
+#else
     uint32_t words[17];
+#endif
 };
 
 volatile uint32_t sink;

@@ -36,6 +36,9 @@ typedef struct xLIST {
 
 typedef struct tskTaskControlBlock {
     volatile uint32_t *pxTopOfStack;
+#if defined(MPU_PORT)
+    uint32_t xMPUSettings[8]; /* an MPU port's region settings, after the stack pointer */
+#endif
     ListItem_t xStateListItem;
     ListItem_t xEventListItem;
     uint32_t uxPriority;
@@ -101,6 +104,9 @@ static void prvInitialiseNewTask(void (*code)(void *), const char *name, uint32_
     *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
 #endif
     top -= 8;                           /* r4-r11 */
+#if defined(MPU_PORT)
+    *--top = 0x2u;                      /* CONTROL: privileged, on the process stack */
+#endif
 #endif
     tcb->pxTopOfStack = top;
     tcb->xStateListItem.pvOwner = tcb;
@@ -287,6 +293,63 @@ __attribute__((naked)) void vPortSVCHandler(void)
                    "ldmia r0!, {r4-r7}\n"
                    "ldr r0, =0xFFFFFFFD\n"
                    "mov lr, r0\n"
+                   "bx lr\n");
+}
+#elif defined(MPU_PORT)
+/* As ARM_CM4_MPU (with the FPU) and ARM_CM3_MPU, their v1 layout: CONTROL and r4-r11 (and
+ * EXC_RETURN, then s16-s31 over them when the task's FP context is live) below the
+ * exception frame. (The MPU's regions are left alone: they take nothing on the stack.) */
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r0, psp\n"
+                   "isb\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r2, [r3]\n"
+#if defined(__ARM_FP)
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vstmdbeq r0!, {s16-s31}\n"
+                   "mrs r1, control\n"
+                   "stmdb r0!, {r1, r4-r11, lr}\n"
+#else
+                   "mrs r1, control\n"
+                   "stmdb r0!, {r1, r4-r11}\n"
+#endif
+                   "str r0, [r2]\n"
+                   "push {r3, lr}\n"
+                   "bl vTaskSwitchContext\n"
+                   "pop {r3, lr}\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+#if defined(__ARM_FP)
+                   "ldmia r0!, {r3-r11, lr}\n"
+                   "msr control, r3\n"
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vldmiaeq r0!, {s16-s31}\n"
+#else
+                   "ldmia r0!, {r3-r11}\n"
+                   "msr control, r3\n"
+#endif
+                   "msr psp, r0\n"
+                   "isb\n"
+                   "bx lr\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+#if defined(__ARM_FP)
+                   "ldmia r0!, {r3-r11, lr}\n"
+#else
+                   "ldmia r0!, {r3-r11}\n"
+                   "mov lr, #0xfffffffd\n"
+#endif
+                   "msr control, r3\n"
+                   "msr psp, r0\n"
+                   "isb\n"
                    "bx lr\n");
 }
 #elif defined(__ARM_FP)
