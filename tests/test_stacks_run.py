@@ -53,18 +53,23 @@ def firmware(tmp_path_factory: pytest.TempPathFactory, base: str) -> Path:
     return _build(tmp_path_factory.mktemp("switching") / "build", [*CORES[base], *FLAGS])
 
 
-def _build(build: Path, flags: list[str]) -> Path:
+def _build(
+    build: Path,
+    flags: list[str],
+    names: tuple[str, ...] = ("rtos", "app", "more", "startup"),
+    script: str = "link.ld",
+) -> Path:
     build.mkdir()
     gcc = process.find_tool("arm-none-eabi-gcc")
     objects = []
-    for name in ("rtos", "app", "more", "startup"):
+    for name in names:
         objects.append(str(build / f"{name}.o"))
         argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
         assert (
             process.run([*argv, str(SOURCES / f"{name}.c"), "-o", objects[-1]], 120).returncode == 0
         )
     elf = build / "switching.elf"
-    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld"), *objects, "-lgcc"]
+    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / script), *objects, "-lgcc"]
     assert process.run([*argv, "-o", str(elf)], timeout=120).returncode == 0
     return elf
 
@@ -498,3 +503,54 @@ def test_tasks_of_one_name_are_measured_each_by_its_own_stack(
     assert stacks["w1 (vWorkerTask, 384 bytes)"]["budget"] == 300
     assert stacks["w1 (vOtherTask, 320 bytes)"]["budget"] == 300
     assert not [name for name in stacks if name.startswith("Worker 1")]
+
+
+TRUSTZONE_BOARD = """\
+memplace: board/v1
+name: switching-ns
+cores:
+  cpu0:
+    cpu: cortex-m33
+    float_abi: hard
+    interrupts: 124
+    rtos: freertos
+    boot: 0x80000000
+    layout: {vectors: psram, code: psram, data: psram, load: psram}
+memories:
+  psram: {origin: 0x80000000, size: 16M, attrs: rwx, kind: dram, access: [cpu0]}
+contexts:
+  main:    {core: cpu0, entry: main, stack: {memory: psram, size: 8K}}
+  deep:    {core: cpu0, kind: task, entry: vDeepTask, task: Deep, stack: {size: 512}}
+  shallow: {core: cpu0, kind: task, entry: vShallowTask, task: Shallow, stack: {size: 512}}
+  pendsv:  {core: cpu0, kind: isr, entry: xPortPendSVHandler, priority: 255}
+  svc:     {core: cpu0, kind: isr, entry: vPortSVCHandler, priority: 0}
+  systick: {core: cpu0, kind: isr, entry: xPortSysTickHandler, priority: 255}
+run:
+  qemu: {machine: mps2-an505}
+"""
+
+
+def test_the_non_secure_side_of_trustzone_holds_its_mark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The MPS2 AN505's Cortex-M33 boots secure into a secure stub of our own (secure.c),
+    which hands the PSRAM to the non-secure state and branches there: the firmware runs as
+    FreeRTOS's non-secure port does (xSecureContext, PSPLIM and EXC_RETURN under r4-r11,
+    s16-s31 over them). The port is read from the image (ARM_CM33, not ARM_CM33_NTZ), the
+    board names the non-secure vector table, and the deep task, switched out at its deepest
+    frame, measures within a word or two of its bound."""
+    flags = ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", *FLAGS]
+    flags += ["-DNO_DEVICE_TIMER", "-DTRUSTZONE_NS"]
+    names = ("rtos", "app", "more", "startup", "secure")
+    firmware = _build(tmp_path / "build", flags, names, "link_tz.ld")
+    board = tmp_path / "board.yaml"
+    board.write_text(TRUSTZONE_BOARD)
+    argv = ["stacks", str(firmware), "--board", str(board), "--json", "--run", "--timeout", "3"]
+    assert main(argv) == 0
+    stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
+    switch = "context switch (freertos ARM_CM33)"
+    assert stacks["deep"]["interrupts"] == [{"context": switch, "bytes": 224}]
+    assert stacks["shallow"]["interrupts"] == [{"context": switch, "bytes": 88}]
+    for name, stack in stacks.items():
+        assert 0 < stack["measured"] <= stack["static_bound"], name
+    assert stacks["deep"]["static_bound"] - stacks["deep"]["measured"] <= 16

@@ -97,8 +97,14 @@ static void prvInitialiseNewTask(void (*code)(void *), const char *name, uint32_
     *top = (uint32_t)(uintptr_t)parameters; /* r0: the task's argument */
 #if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
     top -= 8;                           /* r4-r11 */
+#if defined(TRUSTZONE_NS)
+    *--top = 0xFFFFFFBCu;               /* EXC_RETURN: non-secure thread mode, PSP, no FP */
+    *--top = (uint32_t)(uintptr_t)stack; /* PSPLIM: the stack's low end */
+    *--top = 0u;                        /* xSecureContext: none (no secure calls) */
+#else
     *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
     *--top = (uint32_t)(uintptr_t)stack; /* PSPLIM: the stack's low end */
+#endif
 #else
 #if defined(__ARM_FP)
     *--top = 0xFFFFFFFDu;               /* EXC_RETURN: thread mode, PSP, no FP context */
@@ -200,7 +206,62 @@ void taskYIELD(void)
     __asm volatile("dsb\nisb" ::: "memory");
 }
 
-#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+#if defined(TRUSTZONE_NS)
+/* As ARM_CM33 (and ARM_CM23, ARM_CM55, ARM_CM85) on the non-secure side of TrustZone: the
+ * task's secure context handle (xSecureContext), PSPLIM and EXC_RETURN under r4-r11, and
+ * s16-s31 over them when its FP context is live. A task with a secure context would have
+ * the secure side save it (SecureContext_SaveContext); these tasks have none. */
+uint32_t xSecureContext;
+
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r0, psp\n"
+                   "isb\n"
+                   "ldr r1, =xSecureContext\n"
+                   "ldr r1, [r1]\n"
+#if defined(__ARM_FP)
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vstmdbeq r0!, {s16-s31}\n"
+#endif
+                   "mrs r2, psplim\n"
+                   "mov r3, lr\n"
+                   "stmdb r0!, {r1-r11}\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "str r0, [r1]\n"
+                   "bl vTaskSwitchContext\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r1-r11}\n"
+                   "ldr r12, =xSecureContext\n"
+                   "str r1, [r12]\n"
+                   "msr psplim, r2\n"
+                   "mov lr, r3\n"
+#if defined(__ARM_FP)
+                   "tst lr, #0x10\n"
+                   "it eq\n"
+                   "vldmiaeq r0!, {s16-s31}\n"
+#endif
+                   "msr psp, r0\n"
+                   "bx lr\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r0, [r1]\n"
+                   "ldmia r0!, {r1-r11}\n"
+                   "ldr r12, =xSecureContext\n"
+                   "str r1, [r12]\n"
+                   "msr psplim, r2\n"
+                   "msr psp, r0\n"
+                   "mov lr, r3\n"
+                   "bx lr\n");
+}
+#elif defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
 /* As ARM_CM33_NTZ (and ARM_CM55_NTZ, ARM_CM85_NTZ): PSPLIM, EXC_RETURN and r4-r11 below
  * the exception frame, and s16-s31 above them when the task's FP context is live. */
 __attribute__((naked)) void xPortPendSVHandler(void)
