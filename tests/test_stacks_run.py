@@ -510,8 +510,8 @@ memplace: board/v1
 name: switching-ns
 cores:
   cpu0:
-    cpu: cortex-m33
-    float_abi: hard
+    cpu: CPU
+    float_abi: FLOAT
     interrupts: 124
     rtos: freertos
     boot: 0x80000000
@@ -530,27 +530,38 @@ run:
 """
 
 
+# The core, its float ABI, the compiler's flags, what a switch leaves on the deep task's
+# stack and on the shallow one's. QEMU has no Cortex-M23: its Armv8-M baseline code (and
+# the ARM_CM23 port's switch, r8-r11 through the low registers) runs on the AN505's M33.
+TRUSTZONE = {
+    "cortex-m33": ("hard", ["-mcpu=cortex-m33", "-mfloat-abi=hard"], 224, 88),
+    "cortex-m23": ("soft", ["-mcpu=cortex-m23"], 88, 88),
+}
+
+
+@pytest.mark.parametrize("cpu", sorted(TRUSTZONE))
 def test_the_non_secure_side_of_trustzone_holds_its_mark(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cpu: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The MPS2 AN505's Cortex-M33 boots secure into a secure stub of our own (secure.c),
     which hands the PSRAM to the non-secure state and branches there: the firmware runs as
-    FreeRTOS's non-secure port does (xSecureContext, PSPLIM and EXC_RETURN under r4-r11,
-    s16-s31 over them). The port is read from the image (ARM_CM33, not ARM_CM33_NTZ), the
-    board names the non-secure vector table, and the deep task, switched out at its deepest
-    frame, measures within a word or two of its bound."""
-    flags = ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", *FLAGS]
-    flags += ["-DNO_DEVICE_TIMER", "-DTRUSTZONE_NS"]
+    FreeRTOS's non-secure ports do (ARM_CM33: xSecureContext, PSPLIM and EXC_RETURN under
+    r4-r11, s16-s31 over them; ARM_CM23: the same, r8-r11 through the low registers).
+    The port is read from the image (ARM_CM33, not ARM_CM33_NTZ), the board names the
+    non-secure vector table, and the deep task, switched out at its deepest frame,
+    measures within a word or two of its bound."""
+    float_abi, flags, deep_switch, plain_switch = TRUSTZONE[cpu]
+    flags = [*flags, "-mthumb", *FLAGS, "-DNO_DEVICE_TIMER", "-DTRUSTZONE_NS"]
     names = ("rtos", "app", "more", "startup", "secure")
     firmware = _build(tmp_path / "build", flags, names, "link_tz.ld")
     board = tmp_path / "board.yaml"
-    board.write_text(TRUSTZONE_BOARD)
+    board.write_text(TRUSTZONE_BOARD.replace("CPU", cpu).replace("FLOAT", float_abi))
     argv = ["stacks", str(firmware), "--board", str(board), "--json", "--run", "--timeout", "3"]
     assert main(argv) == 0
     stacks = {s["context"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
     switch = "context switch (freertos ARM_CM33)"
-    assert stacks["deep"]["interrupts"] == [{"context": switch, "bytes": 224}]
-    assert stacks["shallow"]["interrupts"] == [{"context": switch, "bytes": 88}]
+    assert stacks["deep"]["interrupts"] == [{"context": switch, "bytes": deep_switch}]
+    assert stacks["shallow"]["interrupts"] == [{"context": switch, "bytes": plain_switch}]
     for name, stack in stacks.items():
         assert 0 < stack["measured"] <= stack["static_bound"], name
     assert stacks["deep"]["static_bound"] - stacks["deep"]["measured"] <= 16

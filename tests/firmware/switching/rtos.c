@@ -95,7 +95,8 @@ static void prvInitialiseNewTask(void (*code)(void *), const char *name, uint32_
     *--top = (uint32_t)(uintptr_t)prvTaskExitError; /* LR */
     top -= 5;                           /* r12, r3, r2, r1 */
     *top = (uint32_t)(uintptr_t)parameters; /* r0: the task's argument */
-#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__) ||                    \
+    defined(__ARM_ARCH_8M_BASE__)
     top -= 8;                           /* r4-r11 */
 #if defined(TRUSTZONE_NS)
     *--top = 0xFFFFFFBCu;               /* EXC_RETURN: non-secure thread mode, PSP, no FP */
@@ -206,7 +207,65 @@ void taskYIELD(void)
     __asm volatile("dsb\nisb" ::: "memory");
 }
 
-#if defined(TRUSTZONE_NS)
+#if defined(TRUSTZONE_NS) && defined(__ARM_ARCH_8M_BASE__)
+/* As ARM_CM23 on the non-secure side of TrustZone (Armv8-M baseline: r8-r11 through the low
+ * registers): xSecureContext, PSPLIM, EXC_RETURN, r4-r7, r8-r11 from the stack pointer up. */
+uint32_t xSecureContext;
+
+__attribute__((naked)) void xPortPendSVHandler(void)
+{
+    __asm volatile("mrs r2, psp\n"
+                   "ldr r3, =xSecureContext\n"
+                   "ldr r0, [r3]\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "sub r2, #44\n"
+                   "str r2, [r1]\n"
+                   "mrs r1, psplim\n"
+                   "mov r3, lr\n"
+                   "stmia r2!, {r0, r1, r3-r7}\n"
+                   "mov r4, r8\n"
+                   "mov r5, r9\n"
+                   "mov r6, r10\n"
+                   "mov r7, r11\n"
+                   "stmia r2!, {r4-r7}\n"
+                   "bl vTaskSwitchContext\n"
+                   "ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r2, [r1]\n"
+                   "add r2, #28\n"
+                   "ldmia r2!, {r4-r7}\n"
+                   "mov r8, r4\n"
+                   "mov r9, r5\n"
+                   "mov r10, r6\n"
+                   "mov r11, r7\n"
+                   "sub r2, #44\n"
+                   "ldmia r2!, {r0, r1, r3}\n"
+                   "ldr r4, =xSecureContext\n"
+                   "str r0, [r4]\n"
+                   "msr psplim, r1\n"
+                   "mov lr, r3\n"
+                   "ldmia r2!, {r4-r7}\n"
+                   "add r2, #16\n"
+                   "msr psp, r2\n"
+                   "bx lr\n");
+}
+
+__attribute__((naked)) void vPortSVCHandler(void)
+{
+    __asm volatile("ldr r3, =pxCurrentTCB\n"
+                   "ldr r1, [r3]\n"
+                   "ldr r2, [r1]\n"
+                   "ldmia r2!, {r0, r1, r3}\n"
+                   "ldr r4, =xSecureContext\n"
+                   "str r0, [r4]\n"
+                   "msr psplim, r1\n"
+                   "mov lr, r3\n"
+                   "add r2, #32\n"
+                   "msr psp, r2\n"
+                   "bx lr\n");
+}
+#elif defined(TRUSTZONE_NS)
 /* As ARM_CM33 (and ARM_CM23, ARM_CM55, ARM_CM85) on the non-secure side of TrustZone: the
  * task's secure context handle (xSecureContext), PSPLIM and EXC_RETURN under r4-r11, and
  * s16-s31 over them when its FP context is live. A task with a secure context would have

@@ -1,4 +1,5 @@
-/* The secure side of a TrustZone build, as small as it can be: at reset (the Cortex-M33
+/* The secure side of a TrustZone build, as small as it can be (Armv8-M baseline code, so
+ * that it serves a Cortex-M23 build too): at reset (the Cortex-M33
  * boots secure) it leaves every address the implementation does not make secure to the
  * non-secure state (SAU_CTRL.ALLNS; on the MPS2 AN505 the IoT Kit keeps addresses with bit
  * 28 set secure), lets the non-secure state use the FPU, points the non-secure vector table
@@ -16,11 +17,13 @@ __attribute__((naked, noreturn)) void Secure_Reset_Handler(void)
                    "str r1, [r0]\n"
                    "ldr r0, =0xE000ED8C\n" /* NSACR: CP10, CP11 for the non-secure state */
                    "ldr r1, [r0]\n"
-                   "orr r1, r1, #0xC00\n"
+                   "ldr r2, =0xC00\n"
+                   "orr r1, r2\n"
                    "str r1, [r0]\n"
-                   "ldr r0, =0xE000ED88\n" /* CPACR: the FPU on */
+                   "ldr r0, =0xE000ED88\n" /* CPACR: the FPU on (where there is one) */
                    "ldr r1, [r0]\n"
-                   "orr r1, r1, #0xF00000\n"
+                   "ldr r2, =0xF00000\n"
+                   "orr r1, r2\n"
                    "str r1, [r0]\n"
                    "ldr r0, =vectors\n"
                    "ldr r1, =0xE002ED08\n" /* VTOR_NS */
@@ -28,7 +31,8 @@ __attribute__((naked, noreturn)) void Secure_Reset_Handler(void)
                    "ldr r1, [r0]\n"
                    "msr msp_ns, r1\n"
                    "ldr r0, [r0, #4]\n"
-                   "bic r0, r0, #1\n"      /* (bit 0 clear: to the non-secure state) */
+                   "movs r1, #1\n"         /* (bit 0 clear: to the non-secure state) */
+                   "bic r0, r1\n"
                    "dsb\n"
                    "isb\n"
                    "blxns r0\n"
