@@ -503,6 +503,22 @@ def test_tasks_of_one_name_are_measured_each_by_its_own_stack(
     assert stacks["w1 (vWorkerTask, 384 bytes)"]["budget"] == 300
     assert stacks["w1 (vOtherTask, 320 bytes)"]["budget"] == 300
     assert not [name for name in stacks if name.startswith("Worker 1")]
+    # An entry none of them has is a finding naming theirs.
+    board.write_text(
+        board.read_text().replace(
+            "entry: vWorkerTask, task: Worker 1", "entry: vDeepTask, task: Worker 1"
+        )
+    )
+    assert main(["stacks", str(firmware), "--board", str(board), "--json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [(f["check"], f["subject"], f["message"]) for f in findings] == [
+        (
+            "task",
+            "w1",
+            "the board starts task 'Worker 1' at vDeepTask(), but the firmware creates the "
+            "tasks of that name at vWorkerTask(), vOtherTask()",
+        )
+    ]
 
 
 TRUSTZONE_BOARD = """\

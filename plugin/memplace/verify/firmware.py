@@ -257,10 +257,12 @@ def _task_stacks(
         if context.entry not in entries and graph.by_name.get(context.entry) not in {
             entry for entry, _ in kinds
         }:
+            where = f"it at {entries[0]}() ({match.via} in {match.creator})"
+            if len(entries) > 1:
+                where = "the tasks of that name at " + ", ".join(f"{e}()" for e in entries)
             message = (
                 f"the board starts task {name!r} at {context.entry}(), but the firmware "
-                f"creates it at {'(), '.join(dict.fromkeys(entries))}() ({match.via} in "
-                f"{match.creator})"
+                f"creates {where}"
             )
             findings.append(Finding("task", context.name, message))
         for (_, size), entry in zip(kinds, entries, strict=True):

@@ -238,6 +238,7 @@ class _Stub:
         self.painted: list[Paint] = []
         self.created: list[CreatedAtRun] = []
         self.creations: list[_Creation] = []
+        self.last_call: tuple[int, ...] = ()  # the last creation call's (`repeated`)
         self.placed: set[int] = set()  # the breakpoints placed for them
 
     def close(self) -> None:
@@ -263,6 +264,9 @@ class _Stub:
                 self.ask(f"z0,{pc:x},2")  # once is enough
                 continue
             if self.follow(pc, deadline):
+                continue
+            if pc in creators and self.repeated(pc, creators[pc]):
+                self.step_over(pc, deadline)
                 continue
             if pc in creators:
                 self.record(creators[pc], late.name_length)
@@ -293,6 +297,23 @@ class _Stub:
                 reason, code = int.from_bytes(block[:4], "little"), block[4:]
                 return int.from_bytes(code, "little") if reason == APPLICATION_EXIT else 1
             self.step_over(pc, deadline)
+
+    def repeated(self, pc: int, kind: str) -> bool:
+        """Whether this stop at a creation call is the last one again (QEMU at times stops
+        twice at a call's first instruction): the same arguments, stack pointer and return
+        address, and for a dynamic creation, the last still being followed (a second call
+        from the same place cannot start before the first returns); for a static one, the
+        same stack buffer too (two tasks cannot share one)."""
+        sp = self.register(13)
+        call = (pc, sp, *(self.register(n) for n in (0, 1, 2, 3, 14)))
+        if kind == "static":
+            call = (*call, int.from_bytes(self.memory(sp + 4, 4), "little"))
+        again = call == self.last_call
+        if again and kind == "dynamic":
+            back = call[-1] & ~1
+            again = any(c.sp == sp and c.back == back for c in self.creations)
+        self.last_call = call
+        return again
 
     def await_allocation(self, allocator: int, stops: set[int]) -> None:
         """Follow the dynamic creation call just entered until it returns: the allocation
