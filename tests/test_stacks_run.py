@@ -503,6 +503,21 @@ def test_tasks_of_one_name_are_measured_each_by_its_own_stack(
     assert stacks["w1 (vWorkerTask, 384 bytes)"]["budget"] == 300
     assert stacks["w1 (vOtherTask, 320 bytes)"]["budget"] == 300
     assert not [name for name in stacks if name.startswith("Worker 1")]
+    # Without the kernel's pvPortMalloc the run cannot see which heap stack is whose.
+    flags = [*CORES[base], *FLAGS, "-DSHARED_NAME", "-DpvPortMalloc=xAppMalloc"]
+    unseen = _build(tmp_path / "unseen", flags)
+    assert main(["stacks", str(unseen), *argv[2:], "--timeout", "5"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert sorted((f["check"], f["subject"], f["message"]) for f in findings) == [
+        (
+            "stack-mark",
+            f"Worker 1 ({entry})",
+            "no mark: tasks of other code or stack sizes are named 'Worker 1' too, and the "
+            "run did not see which stack each was given",
+        )
+        for entry in ("vOtherTask, 320 bytes", "vWorkerTask, 384 bytes")
+    ]
+
     # An entry none of them has is a finding naming theirs.
     board.write_text(
         board.read_text().replace(

@@ -466,13 +466,15 @@ def _task_mark(
     """A task's high-water mark: its stack's size less the bytes at its low end that still
     hold the fill (the largest of the tasks of its name, entry and size). Where tasks of
     other code or sizes share its name, only the stacks the run's creations of this one
-    got (`owned`) count. None when no such task was running at the end, or when its
-    stack's low end holds no fill at all (nothing filled it: no mark, rather than a false
-    overflow)."""
+    got (`owned`) count (a creation whose stack the run did not see matters only where a
+    running task of the name has a stack no creation got). None when no such task was
+    running at the end, or when its stack's low end holds no fill at all (nothing filled
+    it: no mark, rather than a false overflow)."""
     lows = running.get(task.task, ())
     if task.shared and lows:
         mine = owned.get((task.task, task.entry, task.size or task.budget), set())
-        if None in mine:
+        seen = {low for key, stacks in owned.items() if key[0] == task.task for low in stacks}
+        if None in mine and any(low not in seen for low in lows):
             message = (
                 f"no mark: tasks of other code or stack sizes are named {task.task!r} too, "
                 "and the run did not see which stack each was given"
