@@ -408,7 +408,9 @@ def _late_paints(image: Image) -> LatePaints:
     )
     name_length = layout_of(image.path).name_length
     allocator = functions.get("pvPortMalloc")
-    return LatePaints(main, tuple(heaps), creators, FILL, name_length, allocator)
+    current = image.get_symbol("pxCurrentTCB")
+    where = current.address if current is not None else None
+    return LatePaints(main, tuple(heaps), creators, FILL, name_length, allocator, where)
 
 
 def _library_heap(image: Image) -> list[tuple[int, int]]:

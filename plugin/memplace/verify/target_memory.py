@@ -62,6 +62,7 @@ class LatePaints:
     fill: int = 0xA5
     name_length: int = 16
     allocator: int | None = None
+    current: int | None = None  # the kernel's pxCurrentTCB: which task makes a call
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,7 @@ class _Creation:
     sp: int
     back: int
     allocator: int
+    task: int  # the running task's control block (pxCurrentTCB) when the call was made
     allocated: int | None = None
     allocated_sp: int | None = None
 
@@ -238,6 +240,7 @@ class _Stub:
         self.painted: list[Paint] = []
         self.created: list[CreatedAtRun] = []
         self.creations: list[_Creation] = []
+        self.current: int | None = None
         self.last_call: tuple[int, ...] = ()  # the last creation call's (`repeated`)
         self.placed: set[int] = set()  # the breakpoints placed for them
 
@@ -248,6 +251,7 @@ class _Stub:
         """Run until the image exits through semihosting (its exit code) or `deadline`
         passes (None), painting as `late` says on the way; the machine is left stopped."""
         creators = dict(late.creators)
+        self.current = late.current
         stops = {*calls, *creators}
         if late.start is not None and late.at_start:
             stops.add(late.start)
@@ -324,8 +328,15 @@ class _Stub:
         if allocator in stops or back in stops or allocator == back:
             return
         index = len(self.created) - 1
-        self.creations.append(_Creation(index, self.register(13), back, allocator))
+        task = self.running_task()
+        self.creations.append(_Creation(index, self.register(13), back, allocator, task))
         self.place_breakpoints()
+
+    def running_task(self) -> int:
+        """The kernel's pxCurrentTCB (0 where the image has none)."""
+        if self.current is None:
+            return 0
+        return int.from_bytes(self.memory(self.current, 4), "little")
 
     def place_breakpoints(self) -> None:
         """Insert the breakpoints the creations followed need, remove the ones no longer."""
@@ -360,7 +371,12 @@ class _Stub:
                 break
             wanted = task.stack is None and creation.allocated is None
             near = 0 <= creation.sp - sp <= ALLOCATION_DEPTH  # (the creation's own stack)
-            if pc == creation.allocator and wanted and near:
+            if (
+                pc == creation.allocator
+                and wanted
+                and near
+                and self.running_task() == creation.task
+            ):
                 if self.register(0) == 4 * task.words:
                     allocated = self.register(14) & ~1
                     self.creations[number] = replace(creation, allocated=allocated, allocated_sp=sp)
