@@ -19,8 +19,9 @@ lint:
 typecheck:
 	$(BIN)/mypy
 
+# One pytest worker per core (pytest-xdist); tests sharing a module's fixture stay together.
 unit:
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadgroup
 
 bench: setup
 	$(BIN)/python benchmarks/planner.py
