@@ -146,7 +146,7 @@ except TransportClosedError as exc:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ok TransportClosedError: gone\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_cli
+from conftest import PATIENCE, run_cli
 from memplace import process
 
 SOURCES = Path(__file__).resolve().parents[1] / "examples" / "rtos-stacks"
@@ -63,11 +63,11 @@ def firmware(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("tasks", "startup"):
         argv = [gcc, *FLAGS, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
         argv += [str(SOURCES / f"{name}.c"), "-o", str(build / f"{name}.o")]
-        assert process.run(argv, timeout=120).returncode == 0
+        assert process.run(argv, timeout=PATIENCE).returncode == 0
     elf = build / "rtos.elf"
     argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld")]
     argv += [str(build / "tasks.o"), str(build / "startup.o"), "-o", str(elf)]
-    assert process.run(argv, timeout=120).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     return elf
 
 
