@@ -1,0 +1,103 @@
+"""How long `make test` takes on this machine: at rest, or beside busy loops on every core.
+
+    .venv/bin/python benchmarks/suite.py [--busy N] [--command "make test"]
+
+Runs the command from the checkout's root and prints one row of the table in
+docs/benchmarks.md: the machine's cores, the load average (1 minute) before the run and the
+highest seen during it (the machine may be shared: others' jobs count), the busy loops
+started beside it (`--busy 2`: two processes spinning for the whole run, the "under load"
+row), the wall time, and the last line pytest printed. The busy loops end with the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEADER = (
+    "| command | cores | busy loops | load before, highest during | wall time | result |\n"
+    "|---|---:|---:|---|---:|---|"
+)
+SPIN = [sys.executable, "-c", "while True: pass"]
+
+
+@dataclass(frozen=True)
+class Run:
+    command: str
+    busy: int
+    load_before: float
+    load_highest: float
+    seconds: float
+    exit_code: int
+    result: str
+
+    def row(self) -> str:
+        minutes, seconds = divmod(round(self.seconds), 60)
+        return (
+            f"| `{self.command}` | {os.cpu_count()} | {self.busy} "
+            f"| {self.load_before:.1f}, {self.load_highest:.1f} "
+            f"| {minutes} min {seconds:02d} s | {self.result} (exit {self.exit_code}) |"
+        )
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def measure(command: Sequence[str], busy: int, cwd: Path = ROOT) -> Run:
+    """Run `command` in `cwd` with `busy` spinning processes beside it."""
+    loops = [subprocess.Popen(SPIN) for _ in range(busy)]
+    highest = [_load()]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(5.0):
+            highest.append(_load())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    try:
+        before = highest[0]
+        sampler.start()
+        started = time.monotonic()
+        finished = subprocess.run(
+            list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        seconds = time.monotonic() - started
+    finally:
+        done.set()
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    sampler.join()
+    summaries = [
+        line.strip("= ") for line in finished.stdout.splitlines() if re.search(r"\d+ passed", line)
+    ]
+    result = summaries[-1] if summaries else "no pytest summary"
+    return Run(
+        shlex.join(command), busy, before, max(highest), seconds, finished.returncode, result
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--busy", type=int, default=0, help="busy loops beside the run")
+    parser.add_argument("--command", default="make test", help="what to time")
+    args = parser.parse_args(argv)
+    run = measure(shlex.split(args.command), args.busy)
+    print(HEADER)
+    print(run.row())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
