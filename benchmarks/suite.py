@@ -1,12 +1,13 @@
 """How long `make test` takes on this machine: at rest, or beside busy loops on every core.
 
-    .venv/bin/python benchmarks/suite.py [--busy N] [--command "make test"]
+    .venv/bin/python benchmarks/suite.py [--busy N] [--command "make test"] [--log FILE]
 
 Runs the command from the checkout's root and prints one row of the table in
 docs/benchmarks.md: the machine's cores, the load average (1 minute) before the run and the
 highest seen during it (the machine may be shared: others' jobs count), the busy loops
 started beside it (`--busy 2`: two processes spinning for the whole run, the "under load"
-row), the wall time, and the last line pytest printed. The busy loops end with the run.
+row), the wall time, and the last line pytest printed; `--log` keeps all it printed. The
+busy loops end with the run, also when the benchmark is interrupted or terminated.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -40,6 +42,7 @@ class Run:
     seconds: float
     exit_code: int
     result: str
+    output: str
 
     def row(self) -> str:
         minutes, seconds = divmod(round(self.seconds), 60)
@@ -54,9 +57,13 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # the `finally` below ends the busy loops and the command
+
+
 def measure(command: Sequence[str], busy: int, cwd: Path = ROOT) -> Run:
-    """Run `command` in `cwd` with `busy` spinning processes beside it."""
-    loops = [subprocess.Popen(SPIN) for _ in range(busy)]
+    """Run `command` in `cwd` with `busy` spinning processes beside it: what it printed is
+    in `Run.output`."""
     highest = [_load()]
     done = threading.Event()
 
@@ -65,35 +72,49 @@ def measure(command: Sequence[str], busy: int, cwd: Path = ROOT) -> Run:
             highest.append(_load())
 
     sampler = threading.Thread(target=sample, daemon=True)
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    loops: list[subprocess.Popen[bytes]] = []
+    child: subprocess.Popen[str] | None = None
     try:
+        loops = [subprocess.Popen(SPIN) for _ in range(busy)]
         before = highest[0]
         sampler.start()
         started = time.monotonic()
-        finished = subprocess.run(
-            list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        child = subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # ended with all it started, should we be
         )
+        output, _ = child.communicate()
         seconds = time.monotonic() - started
     finally:
+        signal.signal(signal.SIGTERM, previous)
         done.set()
+        if child is not None and child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
         for loop in loops:
             loop.kill()
             loop.wait()
     sampler.join()
-    summaries = [
-        line.strip("= ") for line in finished.stdout.splitlines() if re.search(r"\d+ passed", line)
-    ]
+    summaries = [line.strip("= ") for line in output.splitlines() if re.search(r"\d+ passed", line)]
     result = summaries[-1] if summaries else "no pytest summary"
-    return Run(
-        shlex.join(command), busy, before, max(highest), seconds, finished.returncode, result
-    )
+    code = child.returncode
+    return Run(shlex.join(command), busy, before, max(highest), seconds, code, result, output)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=0, help="busy loops beside the run")
     parser.add_argument("--command", default="make test", help="what to time")
+    parser.add_argument("--log", type=Path, help="write what the command printed here")
     args = parser.parse_args(argv)
     run = measure(shlex.split(args.command), args.busy)
+    if args.log is not None:
+        args.log.write_text(run.output)
     print(HEADER)
     print(run.row())
     return 0
