@@ -52,21 +52,6 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.load_profile("memplace")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that share a module-scoped fixture (a firmware built once, a CMake build the
-    tests change in turn, a server in a folder of its own) run on one xdist worker, in their
-    file's order (`--dist loadgroup`): the fixture is made once, not once per worker, and
-    never torn down and made again between them. Every other test goes to any worker."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        defs = [d for ds in info.name2fixturedefs.values() for d in ds]
-        if any(d.scope == "module" for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
 def wait_until(condition: Callable[[], object], what: str) -> None:
     """Wait until `condition()` holds; a hang (PATIENCE) fails the test, saying `what`
     never happened."""
