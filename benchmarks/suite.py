@@ -6,8 +6,11 @@ Runs the command from the checkout's root and prints one row of the table in
 docs/benchmarks.md: the machine's cores, the load average (1 minute) before the run and the
 highest seen during it (the machine may be shared: others' jobs count), the busy loops
 started beside it (`--busy 2`: two processes spinning for the whole run, the "under load"
-row), the wall time, and the last line pytest printed; `--log` keeps all it printed. The
-busy loops end with the run, also when the benchmark is interrupted or terminated.
+row), the wall time, the processor time the command and everything it started used (user
+and system, all cores: what the suite costs, whatever the load; on an idle machine the wall
+time cannot be much below it divided by the cores), and the last line pytest printed;
+`--log` keeps all it printed. The busy loops end with the run, also when the benchmark is
+interrupted or terminated.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shlex
 import signal
 import subprocess
@@ -27,8 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = (
-    "| command | cores | busy loops | load before, highest during | wall time | result |\n"
-    "|---|---:|---:|---|---:|---|"
+    "| command | cores | busy loops | load before, highest during | wall time | processor time "
+    "| result |\n|---|---:|---:|---|---:|---:|---|"
 )
 SPIN = [sys.executable, "-c", "while True: pass"]
 
@@ -40,17 +44,29 @@ class Run:
     load_before: float
     load_highest: float
     seconds: float
+    cpu_seconds: float
     exit_code: int
     result: str
     output: str
 
     def row(self) -> str:
-        minutes, seconds = divmod(round(self.seconds), 60)
         return (
             f"| `{self.command}` | {os.cpu_count()} | {self.busy} "
             f"| {self.load_before:.1f}, {self.load_highest:.1f} "
-            f"| {minutes} min {seconds:02d} s | {self.result} (exit {self.exit_code}) |"
+            f"| {_minutes(self.seconds)} | {_minutes(self.cpu_seconds)} "
+            f"| {self.result} (exit {self.exit_code}) |"
         )
+
+
+def _minutes(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+def _children_cpu() -> float:
+    """Processor time of the children waited for so far (theirs included)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _load() -> float:
@@ -79,7 +95,7 @@ def measure(command: Sequence[str], busy: int, cwd: Path = ROOT) -> Run:
         loops = [subprocess.Popen(SPIN) for _ in range(busy)]
         before = highest[0]
         sampler.start()
-        started = time.monotonic()
+        started, cpu = time.monotonic(), _children_cpu()
         child = subprocess.Popen(
             list(command),
             cwd=cwd,
@@ -88,8 +104,8 @@ def measure(command: Sequence[str], busy: int, cwd: Path = ROOT) -> Run:
             text=True,
             start_new_session=True,  # ended with all it started, should we be
         )
-        output, _ = child.communicate()
-        seconds = time.monotonic() - started
+        output, _ = child.communicate()  # and waited for: the busy loops are not, yet
+        seconds, cpu = time.monotonic() - started, _children_cpu() - cpu
     finally:
         signal.signal(signal.SIGTERM, previous)
         done.set()
@@ -103,7 +119,7 @@ def measure(command: Sequence[str], busy: int, cwd: Path = ROOT) -> Run:
     summaries = [line.strip("= ") for line in output.splitlines() if re.search(r"\d+ passed", line)]
     result = summaries[-1] if summaries else "no pytest summary"
     code = child.returncode
-    return Run(shlex.join(command), busy, before, max(highest), seconds, code, result, output)
+    return Run(shlex.join(command), busy, before, max(highest), seconds, cpu, code, result, output)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

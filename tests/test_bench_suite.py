@@ -19,6 +19,7 @@ def test_a_row_gives_the_time_the_load_and_pytests_last_line(tmp_path: Path) -> 
     assert run.exit_code == 1
     assert run.result == "3 passed, 1 skipped in 0.50s"
     assert 0 <= run.load_before <= run.load_highest
+    assert 0 < run.cpu_seconds < run.seconds + 1  # the command's own, not the busy loop's
     row = run.row()
     assert row.startswith(f"| `{sys.executable} -c ")
     assert row.endswith(" | 3 passed, 1 skipped in 0.50s (exit 1) |")
