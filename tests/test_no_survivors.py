@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATIENCE, wait_until
+from conftest import PATIENCE, ended, wait_until
 from memplace import process
 from memplace.cli import main
 
@@ -115,26 +115,44 @@ def running_in(folder: Path, but: int) -> list[int]:
     return found
 
 
+# A compiler that never finishes: memplace's check is in its build whenever it is ended,
+# however fast or slow the machine. It leaves its process id where the test finds it.
+HANGING_GCC = """#!/bin/sh
+echo $$ >> "{pids}"
+exec sleep infinity
+"""
+
+
 @pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_ending_memplace_check_ends_its_build(tmp_path: Path, ending: signal.Signals) -> None:
     out = tmp_path / "checked"
     (tmp_path / "w.yaml").write_text(WORKLOAD)
+    tools, pids = tmp_path / "bin", tmp_path / "compilers"
+    tools.mkdir()
+    (tools / "arm-none-eabi-gcc").write_text(HANGING_GCC.format(pids=pids))
+    (tools / "arm-none-eabi-gcc").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
     argv = [sys.executable, "-m", "memplace.cli", "check", "qemu-mps3-an547"]
     memplace = subprocess.Popen(
         [*argv, str(tmp_path / "w.yaml"), "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     try:
-        wait_until(lambda: running_in(out, memplace.pid), "memplace started a tool in the project")
+        wait_until(pids.exists, "memplace's build started the compiler")
         memplace.send_signal(ending)
         code = memplace.wait(PATIENCE)
+        compilers = [int(pid) for pid in pids.read_text().split()]
+        wait_until(lambda: all(ended(pid) for pid in compilers), "the compiler ended too")
         wait_until(lambda: not running_in(out, memplace.pid), "its tools ended with memplace")
     finally:
         memplace.kill()
         memplace.wait()
     assert code == 128 + ending
+    assert memplace.stderr is not None
+    assert f"memplace: ended by {ending.name}" in memplace.stderr.read()
 
 
 class _EndsWhenCollected:
