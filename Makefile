@@ -19,8 +19,10 @@ lint:
 typecheck:
 	$(BIN)/mypy
 
+# One pytest worker per core (pytest-xdist). Each test module runs on one worker, so what
+# its tests share (a module-scoped fixture: a firmware, a CMake build) is made once.
 unit:
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadscope
 
 bench: setup
 	$(BIN)/python benchmarks/planner.py

@@ -1,21 +1,27 @@
 """Shared fixtures: the default board and the demo workload as data and as files, and a
-workload that touches every pool of a board."""
+workload that touches every pool of a board. And how the suite runs in parallel
+(pytest-xdist) without depending on the machine's speed or load."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import fcntl
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from memplace import resources
@@ -30,6 +36,65 @@ from memplace.project import write_project
 from memplace.workload import Workload
 
 DEFAULT_BOARD = "qemu-mps3-an547"
+
+PATIENCE = 300.0
+"""Seconds a test waits for something that must happen (a process starting or ending, a line
+from it) before it calls it a hang. Only a hang runs into it: no test expects anything to
+happen within a time, so a slow or loaded machine passes the same tests as a fast one."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Hypothesis times each example (200 ms by default) and calls slow data generation a
+    # failure: on a loaded machine both fail tests that pass at rest. Neither is timed here.
+    settings.register_profile(
+        "memplace", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.load_profile("memplace")
+
+
+def wait_until(condition: Callable[[], object], what: str) -> None:
+    """Wait until `condition()` holds; a hang (PATIENCE) fails the test, saying `what`
+    never happened."""
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {PATIENCE:g} s"
+        time.sleep(0.02)
+
+
+def ended(pid: int) -> bool:
+    """Whether process `pid` is gone (or a zombie: it ended, its parent has not asked)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@contextlib.contextmanager
+def _run_lock(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """The folder the whole run shares (above each xdist worker's own), held under a lock
+    named `name` while the block runs."""
+    base = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        base = base.parent
+    with (base / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield base
+
+
+def made_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """Folder `name`, filled by `make(folder)` once for the whole run: the first worker to
+    ask makes it, the others wait for it and get the same folder. Tests only read it."""
+    with _run_lock(tmp_path_factory, name) as base:
+        folder = base / name
+        done = base / f"{name}.done"
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker that failed making it
+            make(folder)
+            done.touch()
+        return folder
 
 
 @pytest.fixture(scope="session")
@@ -118,12 +183,14 @@ def has_toolchain() -> bool:
 def built_demo(
     tmp_path_factory: pytest.TempPathFactory, board: Board, demo_workload: Workload
 ) -> Path:
-    """The demo project, generated and built once for the whole run; never changed (tests
-    that run or change it work on a copy, `demo_copy`)."""
-    out = tmp_path_factory.mktemp("demo") / "project"
-    write_project(render(board, plan(board, demo_workload)), out)
-    build(out)
-    return out
+    """The demo project, generated and built once for the whole run (by one worker for
+    all); never changed (tests that run or change it work on a copy, `demo_copy`)."""
+
+    def make(folder: Path) -> None:
+        write_project(render(board, plan(board, demo_workload)), folder / "project")
+        build(folder / "project")
+
+    return made_once(tmp_path_factory, "demo", make) / "project"
 
 
 @pytest.fixture

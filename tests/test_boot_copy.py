@@ -15,7 +15,7 @@ import pytest
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-from conftest import cli_error, has_toolchain, run_cli
+from conftest import PATIENCE, cli_error, has_toolchain, run_cli
 from memplace.board import Board, load_board
 from memplace.layout import run_record
 
@@ -410,7 +410,7 @@ def test_a_startup_that_leaves_vtor_on_the_boot_table_faults_at_the_first_interr
     assert startup.read_text().count(store) == 1
     startup.write_text(startup.read_text().replace(store, '"    nop\\n"'))
     assert run_cli(capsys, "build", out)[0] == 0
-    code, stdout, _ = run_cli(capsys, "run", out, "--timeout", "20")
+    code, stdout, _ = run_cli(capsys, "run", out, "--timeout", f"{PATIENCE:g}")
     # SysTick lands in memplace_boot_fault, which ends the run as a fault.
     assert code == 125, stdout
     assert "run: FAILED (exit code 125)" in stdout

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import run_cli
+from conftest import PATIENCE, run_cli
 from memplace.cli import main
 from memplace.resources import demo_workload
 
@@ -184,5 +184,5 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     assert process.stdout.read(4) == b"pool"
     process.stdout.close()
     stderr = process.stderr.read().decode()
-    assert process.wait(timeout=120) == 0
+    assert process.wait(timeout=PATIENCE) == 0
     assert "Traceback" not in stderr

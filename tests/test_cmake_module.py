@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import PATIENCE, run_cli
 from memplace.board import Board, load_board
 from memplace.cli import main
 from memplace.workflow import generate
@@ -101,7 +101,7 @@ class Example:
         cmake = shutil.which("cmake", path=self.env["PATH"])
         assert cmake is not None
         return subprocess.run(
-            [cmake, *args], capture_output=True, text=True, env=self.env, timeout=300
+            [cmake, *args], capture_output=True, text=True, env=self.env, timeout=PATIENCE
         )
 
     def build_it(self) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import PATIENCE, run_cli
 from memplace import process
 from memplace.resources import demo_workload
 from memplace.tflm import runtime
@@ -56,7 +56,7 @@ def _subprocess(argv: list[str], cwd: Path, code: str = "") -> tuple[int, str]:
         capture_output=True,
         text=True,
         cwd=cwd,
-        timeout=300,
+        timeout=PATIENCE,
     )
     return done.returncode, done.stderr
 
@@ -66,11 +66,11 @@ def _firmware(folder: Path) -> Path:
     for name in ("tasks", "startup"):
         argv = [gcc, *FLAGS, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
         argv += [str(SOURCES / f"{name}.c"), "-o", str(folder / f"{name}.o")]
-        assert process.run(argv, timeout=120).returncode == 0
+        assert process.run(argv, timeout=PATIENCE).returncode == 0
     elf = folder / "rtos.elf"
     argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld")]
     argv += [str(folder / "tasks.o"), str(folder / "startup.o"), "-o", str(elf)]
-    assert process.run(argv, timeout=120).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     (folder / "board.yaml").write_text(RTOS_BOARD)
     return elf
 
@@ -269,7 +269,7 @@ def _signals(
         child.stdin.flush()
         child.stdout.readline()  # it serves: the signal arrives while it waits for more
         child.send_signal(signum)
-        child.communicate(timeout=60)
+        child.communicate(timeout=PATIENCE)
         codes.append(str(child.returncode))
     return 0, " / ".join(codes)
 

@@ -17,7 +17,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from conftest import moved_onto, run_cli
+from conftest import PATIENCE, moved_onto, run_cli
 from memplace import resources
 from memplace.board import Board, load_board
 from memplace.build import build
@@ -271,7 +271,7 @@ def cmake_env() -> dict[str, str]:
 def _cmake(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     cmake = shutil.which("cmake", path=env["PATH"])
     assert cmake is not None
-    return subprocess.run([cmake, *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([cmake, *args], capture_output=True, text=True, env=env, timeout=PATIENCE)
 
 
 def _configure(
@@ -308,7 +308,7 @@ def test_the_cmake_module_builds_and_verifies_an_existing_project(
         QemuRunner("mps3-an547").command({"cpu0": build_dir / "firmware.elf"}),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PATIENCE,
     )
     assert qemu.returncode == 0
     assert "sensor: features ready" in qemu.stdout + qemu.stderr

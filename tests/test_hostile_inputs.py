@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from conftest import cli_error, run_cli
+from conftest import PATIENCE, cli_error, run_cli
 from memplace import process
 from memplace.importers import mlf
 from memplace.tflm import graph as tflm_graph
@@ -72,11 +72,11 @@ def firmware(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("tasks", "startup"):
         argv = [gcc, *FLAGS, "-g", "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
         argv += [str(SOURCES / f"{name}.c"), "-o", str(build / f"{name}.o")]
-        assert process.run(argv, timeout=120).returncode == 0
+        assert process.run(argv, timeout=PATIENCE).returncode == 0
     elf = build / "rtos.elf"
     argv = [gcc, *FLAGS, "-g", "-nostdlib", "-T", str(SOURCES / "link.ld")]
     argv += [str(build / "tasks.o"), str(build / "startup.o"), "-o", str(elf)]
-    assert process.run(argv, timeout=120).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     return elf
 
 
@@ -481,9 +481,7 @@ def test_byte_flips_of_a_model_never_end_in_a_traceback(
         model = tmp_path / "m.tflite"
         model.write_bytes(_flips(original, seed))
         out = tmp_path / f"o{seed}.tflite"
-        code, _, err = run_cli(
-            capsys, "tflm", model, "--board", BOARD, "--out", out, "--time-limit", "1"
-        )
+        code, _, err = run_cli(capsys, "tflm", model, "--board", BOARD, "--out", out)
         outcomes[code] = outcomes.get(code, 0) + 1
         assert code in (0, 2), (seed, err)
         if code == 2:
@@ -495,7 +493,7 @@ def test_byte_flips_of_a_model_never_end_in_a_traceback(
     outcomes = {}
     for seed in range(300):
         model.write_bytes(_flips(single, seed))
-        code, _, err = run_cli(capsys, "plan", BOARD, model, "--time-limit", "1")
+        code, _, err = run_cli(capsys, "plan", BOARD, model)
         outcomes[code] = outcomes.get(code, 0) + 1
         assert code in (0, 1, 2), (seed, err)  # 1: a flipped shape's tensor fits nowhere
         if code:
@@ -704,7 +702,7 @@ def test_the_server_answers_every_request_of_the_corpus(tmp_path: Path) -> None:
         input=b"".join(line + b"\n" for line in lines),
         capture_output=True,
         cwd=tmp_path,
-        timeout=300,
+        timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     replies = done.stdout.splitlines()
@@ -760,13 +758,13 @@ def test_an_exit_whose_parameter_block_is_nowhere_is_the_firmwares_fault(
     gcc = process.find_tool("arm-none-eabi-gcc")
     flags = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
     argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c", "fw.c", "-o", "fw.o"]
-    assert process.run(argv, timeout=120, cwd=tmp_path).returncode == 0
+    assert process.run(argv, timeout=PATIENCE, cwd=tmp_path).returncode == 0
     argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld"), "fw.o", "-o", "fw.elf"]
-    assert process.run(argv, timeout=120, cwd=tmp_path).returncode == 0
+    assert process.run(argv, timeout=PATIENCE, cwd=tmp_path).returncode == 0
     board = tmp_path / "board.yaml"
     board.write_text("memplace: board/v1\nextends: qemu-mps2-an385\nname: exiting\n")
     elf = tmp_path / "fw.elf"
-    line = cli_error(capsys, "stacks", elf, "--board", board, "--run", "--timeout", "30")
+    line = cli_error(capsys, "stacks", elf, "--board", board, "--run", "--timeout", f"{PATIENCE:g}")
     assert line == (
         "memplace: error: FIRMWARE.elf: the firmware exits through semihosting "
         "(SYS_EXIT_EXTENDED) with its parameter block at 0xfffffff0, which is no memory of "

@@ -17,7 +17,7 @@ import yaml
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from conftest import cli_error, run_cli
+from conftest import PATIENCE, cli_error, run_cli
 from memplace.board import load_board
 from memplace.layout import BUILD_DIR
 from memplace.schema import board_schema
@@ -743,7 +743,7 @@ def test_the_cmake_module_builds_one_target_for_both_cores_of_one_image(
         ["--build", str(build)],
     ):
         done = subprocess.run(
-            ["cmake", *argv], capture_output=True, text=True, env=env, timeout=300
+            ["cmake", *argv], capture_output=True, text=True, env=env, timeout=PATIENCE
         )
         assert done.returncode == 0, done.stdout + done.stderr
     assert "stack main1:" in done.stdout and "verify: ok" in done.stdout

@@ -11,11 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from conftest import PATIENCE, ended, wait_until
 from memplace import process
 from memplace.cli import main
 
@@ -26,6 +26,7 @@ void reset(void) { for (;;) { __asm volatile("nop"); } }
 __attribute__((section(".vectors"), used)) void (*const vectors[2])(void) = {
     (void (*)(void))0x20001000, reset};
 """
+RUN = [sys.executable, "-m", "memplace.cli", "run"]
 WORKLOAD = "memplace: workload/v1\nname: endless\nbuffers:\n  - {name: a, size: 64, live: [0, 0]}\n"
 
 
@@ -50,7 +51,7 @@ def endless(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
         str(project / "build" / "cpu0.elf"),
         str(tmp_path / "loop.c"),
     ]
-    assert process.run(argv, timeout=60).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     capsys.readouterr()
     return project
 
@@ -70,30 +71,21 @@ def qemu_running(image: Path) -> list[int]:
     return found
 
 
-def wait_for(condition: object, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.parametrize(
     "ending", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name
 )
 def test_ending_memplace_run_ends_qemu(endless: Path, ending: signal.Signals) -> None:
     image = endless / "build" / "cpu0.elf"
     memplace = subprocess.Popen(
-        [sys.executable, "-m", "memplace.cli", "run", str(endless), "--timeout", "120"],
+        [*RUN, str(endless), "--timeout", f"{2 * PATIENCE:g}"],
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        assert wait_for(lambda: qemu_running(image), 60), "QEMU never started"
+        wait_until(lambda: qemu_running(image), "QEMU started")
         memplace.send_signal(ending)
-        code = memplace.wait(30)
-        assert wait_for(lambda: not qemu_running(image), 10), "QEMU outlived memplace"
+        code = memplace.wait(PATIENCE)
+        wait_until(lambda: not qemu_running(image), "QEMU ended with memplace")
     finally:
         memplace.kill()
         memplace.wait()
@@ -123,27 +115,44 @@ def running_in(folder: Path, but: int) -> list[int]:
     return found
 
 
+# A compiler that never finishes: memplace's check is in its build whenever it is ended,
+# however fast or slow the machine. It leaves its process id where the test finds it.
+HANGING_GCC = """#!/bin/sh
+echo $$ >> "{pids}"
+exec sleep infinity
+"""
+
+
 @pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_ending_memplace_check_ends_its_build(tmp_path: Path, ending: signal.Signals) -> None:
     out = tmp_path / "checked"
     (tmp_path / "w.yaml").write_text(WORKLOAD)
+    tools, pids = tmp_path / "bin", tmp_path / "compilers"
+    tools.mkdir()
+    (tools / "arm-none-eabi-gcc").write_text(HANGING_GCC.format(pids=pids))
+    (tools / "arm-none-eabi-gcc").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
     argv = [sys.executable, "-m", "memplace.cli", "check", "qemu-mps3-an547"]
     memplace = subprocess.Popen(
         [*argv, str(tmp_path / "w.yaml"), "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     try:
-        started = wait_for(lambda: running_in(out, memplace.pid), 60)
+        wait_until(pids.exists, "memplace's build started the compiler")
         memplace.send_signal(ending)
-        code = memplace.wait(30)
-        assert wait_for(lambda: not running_in(out, memplace.pid), 10), "a tool outlived memplace"
+        code = memplace.wait(PATIENCE)
+        compilers = [int(pid) for pid in pids.read_text().split()]
+        wait_until(lambda: all(ended(pid) for pid in compilers), "the compiler ended too")
+        wait_until(lambda: not running_in(out, memplace.pid), "its tools ended with memplace")
     finally:
         memplace.kill()
         memplace.wait()
-    assert started, "memplace never started a tool in the project"
     assert code == 128 + ending
+    assert memplace.stderr is not None
+    assert f"memplace: ended by {ending.name}" in memplace.stderr.read()
 
 
 class _EndsWhenCollected:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_error, run_cli
+from conftest import PATIENCE, cli_error, run_cli
 from memplace import process, resources
 from memplace.board import load_board
 from memplace.cli import main
@@ -269,7 +269,7 @@ def _qemu(elf: Path, *extra: str, serial: bool = False) -> process.Completed:
     if serial:
         argv[argv.index("-serial") + 1] = "stdio"
     argv[0] = process.find_tool(argv[0])
-    return process.run([*argv, "-no-reboot", *extra], timeout=60)
+    return process.run([*argv, "-no-reboot", *extra], timeout=PATIENCE)
 
 
 @pytest.mark.parametrize("fault", [False, True], ids=["return", "fault"])
@@ -520,7 +520,7 @@ def _standin_library(folder: Path) -> Path:
     obj = folder / "standin.o"
     compile_ = [gxx, *flags, f"-I{STANDIN}", "-c", str(STANDIN / "standin.cc"), "-o", str(obj)]
     for argv in (compile_, [ar, "rcs", str(folder / "libtensorflow-microlite.a"), str(obj)]):
-        assert process.run(argv, timeout=120).returncode == 0
+        assert process.run(argv, timeout=PATIENCE).returncode == 0
     return folder / "libtensorflow-microlite.a"
 
 

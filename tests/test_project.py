@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -144,18 +146,22 @@ def test_scratch_folders_of_killed_writes_are_removed(tmp_path: Path) -> None:
 
 
 HOLD = """
-import sys, time
+import sys
 from pathlib import Path
 from memplace.project import locked
 with locked(Path(sys.argv[1])):
     print("held", flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.readline()
 """
 
 
-def _holder(folder: Path, seconds: float) -> subprocess.Popen[str]:
+def _holder(folder: Path) -> subprocess.Popen[str]:
+    """Another process holding `folder`, until a line comes on its standard input."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(folder), str(seconds)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLD, str(folder)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     return holder
@@ -167,7 +173,7 @@ def test_a_folder_in_use_is_waited_for_then_refused(
     out = tmp_path / "proj"
     out.mkdir()
     monkeypatch.setattr(project, "LOCK_WAIT", 0.5)
-    holder = _holder(out, 30)
+    holder = _holder(out)
     try:
         code = main(["generate", "qemu-mps3-an547", str(demo_workload()), "--out", str(out)])
     finally:
@@ -183,14 +189,26 @@ def test_a_folder_in_use_is_waited_for_then_refused(
 
 
 def test_a_folder_freed_while_waiting_is_taken(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "proj"
     out.mkdir()
-    holder = _holder(out, 0.3)
+    holder = _holder(out)
+    assert holder.stdin is not None
+    waits: list[float] = []
+
+    def free_it(seconds: float) -> None:
+        # The command found the folder held and waits: the holder lets go now.
+        waits.append(seconds)
+        if holder.poll() is None:
+            holder.communicate("done\n")
+
+    monkeypatch.setattr(project, "time", SimpleNamespace(monotonic=time.monotonic, sleep=free_it))
     try:
         code = main(["generate", "qemu-mps3-an547", str(demo_workload()), "--out", str(out)])
     finally:
+        holder.kill()
         holder.wait()
+    assert waits, "the command never waited"
     assert code == 0
     assert (out / "memplace.json").is_file()

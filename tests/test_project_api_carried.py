@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PATIENCE
 from memplace import workflow
 from memplace.board import load_board
 from memplace.cli import main
@@ -41,7 +42,7 @@ from test_project_api_process import SMALL_WORKLOAD
 PACKAGE_DIR = CARRIED_DIR
 CARRIED = carried_modules()
 BOARD = "qemu-mps3-an547"
-REPLY_TIMEOUT = 120.0  # a build may take a while on a busy machine
+REPLY_TIMEOUT = PATIENCE  # a build may take a while on a busy machine
 
 
 def _generate(tmp_path: Path, board: str = BOARD, name: str = "my project") -> Path:
@@ -312,7 +313,7 @@ def test_a_missing_tool_says_how_to_install_it(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr
     opened, built = (json.loads(line)["error"] for line in done.stdout.splitlines())
@@ -433,21 +434,21 @@ def test_a_flash_that_fails_is_a_tool_error_with_the_tools_output(
 
 def test_the_wrapper_logs_the_quoted_argv(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("INFO", logger="memplace.process")
-    code, output = processes.run(["sh", "-c", "echo out; echo err >&2; exit 5", "a b"], 10)
+    code, output = processes.run(["sh", "-c", "echo out; echo err >&2; exit 5", "a b"], PATIENCE)
     assert (code, output) == (5, "out\nerr\n")
-    started = processes.start(["sh", "-c", "sleep 30", "it's"], cwd=tmp_path)
+    started = processes.start(["sh", "-c", "sleep infinity", "it's"], cwd=tmp_path)
     assert started.stop() == -9 and started.stop() == -9
     assert [r.getMessage() for r in caplog.records] == [
         "running: sh -c 'echo out; echo err >&2; exit 5' 'a b'",
-        "starting: sh -c 'sleep 30' 'it'\"'\"'s'",
+        "starting: sh -c 'sleep infinity' 'it'\"'\"'s'",
     ]
 
 
 def test_the_wrapper_kills_what_overruns_and_names_what_is_missing() -> None:
     started = time.monotonic()
     with pytest.raises(processes.ToolError, match=r"sleep did not finish within 0\.2 s"):
-        processes.run(["sleep", "30"], 0.2)
-    assert time.monotonic() - started < 10
+        processes.run(["sleep", f"{2 * PATIENCE:g}"], 0.2)
+    assert time.monotonic() - started < PATIENCE  # killed, not waited for
     with pytest.raises(processes.ToolError, match="no-such-tool not found; install it: apt x"):
         processes.find_tool("no-such-tool", "apt x")
     with pytest.raises(processes.ToolError, match="/no/such/tool not found; install it"):
@@ -458,12 +459,12 @@ def test_the_wrapper_kills_what_overruns_and_names_what_is_missing() -> None:
 # -- end to end: build, run under QEMU, read the console --------------------------------
 
 
-def _read_until(api: Client, token: bytes, timeout: float = 30.0) -> bytes:
+def _read_until(api: Client, token: bytes) -> bytes:
     data = b""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + PATIENCE
     while token not in data:
         assert time.monotonic() < deadline, data
-        data += api.read_transport(4096, 10.0)
+        data += api.read_transport(4096, PATIENCE)
     return data
 
 

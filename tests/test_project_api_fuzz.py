@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from conftest import PATIENCE
 from memplace import options as project_options
 from memplace import process
 from memplace.board import load_board
@@ -138,15 +140,14 @@ def test_every_line_gets_a_well_formed_answer(server: Server, line: bytes) -> No
 
 
 @pytest.fixture(scope="module")
-def console_server() -> Iterator[Server]:
+def console_server() -> Iterator[tuple[Server, ConsoleTransport]]:
     """The real handler with a transport open on a program that always has output and
     drains its input, so that reads and writes with valid arguments return at once."""
     handler = MemplaceHandler(load_board("qemu-mps3-an547"))
-    handler.transport = ConsoleTransport(
-        process.start(["sh", "-c", "cat > /dev/null & exec yes memplace"])
-    )
+    transport = ConsoleTransport(process.start(["sh", "-c", "cat > /dev/null & exec yes memplace"]))
+    handler.transport = transport
     try:
-        yield Server(handler, describe=describe)
+        yield Server(handler, describe=describe), transport
     finally:
         handler.close_transport()
 
@@ -181,9 +182,15 @@ transport_calls = st.one_of(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(call=transport_calls)
 def test_transport_arguments_out_of_range_are_invalid_params(
-    console_server: Server, call: dict[str, Any]
+    console_server: tuple[Server, ConsoleTransport], call: dict[str, Any]
 ) -> None:
-    raw = console_server.handle_line(json.dumps({"jsonrpc": "2.0", "id": 1, **call}).encode())
+    server, transport = console_server
+    # The program's output (or room for input) is there before the call, however loaded the
+    # machine is: a valid call with a timeout of 0 returns at once.
+    reading = [transport.running.stdout] if call["method"] == "read_transport" else []
+    writing = [transport.running.stdin] if call["method"] == "write_transport" else []
+    assert select.select(reading, writing, [], PATIENCE) != ([], [], [])
+    raw = server.handle_line(json.dumps({"jsonrpc": "2.0", "id": 1, **call}).encode())
     assert raw is not None
     reply = json.loads(raw)
     params = call["params"]

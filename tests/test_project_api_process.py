@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PATIENCE, ended, wait_until
 from memplace import process
 from memplace.cli import main
 from memplace.project_api import (
@@ -29,7 +30,7 @@ from memplace.runners import QemuRunner
 
 BOARD = "qemu-mps3-an547"
 SERVE = [sys.executable, "-m", "memplace.cli", "serve"]
-REPLY_TIMEOUT = 120.0  # a build may take a while on a busy machine
+REPLY_TIMEOUT = PATIENCE  # a build may take a while on a busy machine
 SMALL_WORKLOAD = {
     "memplace": "workload/v1",
     "name": "small",
@@ -91,12 +92,12 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         log.close()
 
 
-def _read_until(api: Client, token: bytes, timeout: float = 20.0) -> bytes:
+def _read_until(api: Client, token: bytes) -> bytes:
     data = b""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + PATIENCE
     while token not in data:
         assert time.monotonic() < deadline, data
-        data += api.read_transport(256, 10.0)
+        data += api.read_transport(256, PATIENCE)
     return data
 
 
@@ -218,11 +219,8 @@ def test_stopping_the_server_stops_qemu(
     assert len(_qemu_in(tmp_path)) == 1
     server.process.send_signal(ending)
     # SIGTERM and SIGHUP unwind and close the transport; after SIGKILL the kernel ends QEMU.
-    assert server.process.wait(30) == (-ending if ending == signal.SIGKILL else 128 + ending)
-    deadline = time.monotonic() + 10
-    while _qemu_in(tmp_path) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _qemu_in(tmp_path) == []
+    assert server.process.wait(PATIENCE) == (-ending if ending == signal.SIGKILL else 128 + ending)
+    wait_until(lambda: _qemu_in(tmp_path) == [], "QEMU ended with the server")
 
 
 def test_a_server_on_stdin_and_stdout_writes_only_replies_there(tmp_path: Path) -> None:
@@ -237,7 +235,7 @@ def test_a_server_on_stdin_and_stdout_writes_only_replies_there(tmp_path: Path) 
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        timeout=60,
+        timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr
     replies = [json.loads(line) for line in done.stdout.splitlines()]
@@ -298,23 +296,14 @@ def test_a_server_whose_client_dies_ends_too(tmp_path: Path) -> None:
     script = (
         "import os, sys, time\n"
         "from memplace.project_api import ServerProcess\n"
-        f"s = ServerProcess({[*SERVE, '--board', BOARD]!r}, timeout=60)\n"
+        f"s = ServerProcess({[*SERVE, '--board', BOARD]!r}, timeout={PATIENCE})\n"
         "s.client.server_info_query()\n"
         "print(s.process.pid, flush=True)\n"
-        "time.sleep(600)\n"
+        f"time.sleep({2 * PATIENCE})\n"
     )
     client = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert client.stdout is not None
     server = int(client.stdout.readline())
     client.kill()
     client.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and Path(f"/proc/{server}").exists():
-        status = Path(f"/proc/{server}/status").read_text(errors="replace")
-        if "State:\tZ" in status:
-            break
-        time.sleep(0.1)
-    alive = Path(f"/proc/{server}").exists() and "State:\tZ" not in Path(
-        f"/proc/{server}/status"
-    ).read_text(errors="replace")
-    assert not alive
+    wait_until(lambda: ended(server), f"the server {server} ended with its client")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PATIENCE
 from memplace import process
 from memplace.errors import ToolError
 from memplace.project_api import IoTimeoutError, TransportClosedError
@@ -42,14 +43,14 @@ def _open(opened: list[ConsoleTransport], *argv: str) -> ConsoleTransport:
 def _read_all(transport: ConsoleTransport, size: int) -> bytes:
     data = b""
     while len(data) < size:
-        data += transport.read(size - len(data), 5.0)
+        data += transport.read(size - len(data), PATIENCE)
     return data
 
 
 def test_bytes_go_to_the_process_and_come_back(transports: list[ConsoleTransport]) -> None:
     cat = _open(transports, "cat")
     payload = bytes(range(256)) * 64
-    cat.write(payload, 5.0)
+    cat.write(payload, PATIENCE)
     assert _read_all(cat, len(payload)) == payload
 
 
@@ -58,7 +59,7 @@ def test_a_read_with_nothing_to_read_times_out(transports: list[ConsoleTransport
     started = time.monotonic()
     with pytest.raises(IoTimeoutError, match=r"no byte came from the firmware within 0\.2 s"):
         cat.read(10, 0.2)
-    assert 0.15 < time.monotonic() - started < 2.0
+    assert time.monotonic() - started > 0.15  # not early; how late is up to the machine
     with pytest.raises(IoTimeoutError):
         cat.read(10, 0)
 
@@ -67,17 +68,17 @@ def test_the_end_of_the_program_closes_the_transport(transports: list[ConsoleTra
     short = _open(transports, "sh", "-c", "printf 'last words'; echo ' on stderr' >&2; exit 4")
     assert _read_all(short, len(b"last words on stderr\n")) == b"last words on stderr\n"
     with pytest.raises(TransportClosedError) as caught:
-        short.read(10, 5.0)
+        short.read(10, PATIENCE)
     assert caught.value.data == {
         "message": "the firmware's console closed: sh exited with code 4",
         "exit_code": 4,
     }
     with pytest.raises(TransportClosedError, match="sh exited with code 4"):
-        short.write(b"anyone there?\n" * 10_000, 5.0)
+        short.write(b"anyone there?\n" * 10_000, PATIENCE)
 
 
 def test_a_write_nobody_reads_times_out(transports: list[ConsoleTransport]) -> None:
-    deaf = _open(transports, "sleep", "30")
+    deaf = _open(transports, "sleep", "infinity")
     with pytest.raises(IoTimeoutError) as caught:
         deaf.write(b"x" * (4 << 20), 0.3)
     written = caught.value.data["written"]
@@ -105,7 +106,7 @@ def test_a_read_takes_at_most_a_pipe_full_whatever_n_says(
 ) -> None:
     # Python allocates the n bytes asked of os.read before reading: never ask for more.
     yes = _open(transports, "yes")
-    data = yes.read(MAX_READ, 5.0)
+    data = yes.read(MAX_READ, PATIENCE)
     assert 0 < len(data) <= 64 * 1024
     assert set(data) == set(b"y\n")
 
@@ -145,7 +146,7 @@ except TransportClosedError as exc:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ok TransportClosedError: gone\n"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import cli_error, run_cli
+from conftest import PATIENCE, cli_error, run_cli
 from memplace.cli import main
 from memplace.codegen.server import SCRIPT
 from memplace.project_api import (
@@ -37,7 +37,7 @@ from mlf_archives import EXPECTED, printed_outputs, v7_archive
 BOARD = "qemu-mps3-an547"
 TVM_VERSION = "0.15.0"
 DEMO = "aot_standalone_demo"
-REPLY_TIMEOUT = 120.0  # a build may take a while on a busy machine
+REPLY_TIMEOUT = PATIENCE  # a build may take a while on a busy machine
 # How TVM's Python runs a server: isolated, no site-packages, so no memplace.
 TVM_PYTHON = [sys.executable, "-I", "-S"]
 
@@ -155,10 +155,10 @@ def _launch(folder: Path, log: Path) -> ServerProcess:
 def _console(api: Client, until: bytes) -> bytes:
     """What the firmware writes, until `until` or its end (TransportClosedError)."""
     console = b""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + PATIENCE
     while until not in console and time.monotonic() < deadline:
         try:
-            console += api.read_transport(4096, 10.0)
+            console += api.read_transport(4096, PATIENCE)
         except TransportClosedError as exc:
             assert exc.data["exit_code"] == 0, console
             break

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from conftest import PATIENCE, ended, wait_until
 from memplace import process
 from memplace.errors import InputError, ToolError
 from memplace.runners import QemuRunner
@@ -56,31 +58,29 @@ def test_running_a_missing_program() -> None:
         process.run(["no-such-tool", "--version"], timeout=5)
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+def test_timeout_kills_the_whole_process_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pid_file = tmp_path / "grandchild.pid"
-    grandchild = f"sh -c 'echo $$ > {pid_file}; exec sleep 30'"
+    write_pid = f"echo $$ > {pid_file}.new && mv {pid_file}.new {pid_file}"
+    grandchild = f"sh -c '{write_pid}; exec sleep infinity'"
+    communicate = subprocess.Popen.communicate
+
+    def once_the_grandchild_runs(child: subprocess.Popen[bytes], **kwargs: Any) -> Any:
+        # The timeout's clock starts when the grandchild runs, however slowly it starts; and
+        # it never ends by itself.
+        wait_until(pid_file.exists, "the grandchild started")
+        return communicate(child, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", once_the_grandchild_runs)
     with pytest.raises(ToolError, match=r"did not finish within 0\.5 s"):
         process.run(["sh", "-c", f"{grandchild} & wait"], timeout=0.5)
     pid = int(pid_file.read_text())
-    assert _ends_within(pid, 10.0), f"process {pid} outlived the timeout"
-
-
-def _ends_within(pid: int, seconds: float) -> bool:
-    """Whether process `pid` is gone (or a zombie) before `seconds` pass."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.01)
-    return False
+    wait_until(lambda: ended(pid), f"process {pid} ended with its group")
 
 
 def test_run_collects_output_and_exit_code() -> None:
-    done = process.run(["sh", "-c", "echo out; echo err >&2; exit 4"], timeout=5)
+    done = process.run(["sh", "-c", "echo out; echo err >&2; exit 4"], timeout=PATIENCE)
     assert done.returncode == 4
     assert "out" in done.output and "err" in done.output
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_cli
+from conftest import PATIENCE, run_cli
 from memplace import process
 
 SOURCES = Path(__file__).resolve().parents[1] / "examples" / "rtos-stacks"
@@ -63,11 +63,11 @@ def firmware(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("tasks", "startup"):
         argv = [gcc, *FLAGS, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
         argv += [str(SOURCES / f"{name}.c"), "-o", str(build / f"{name}.o")]
-        assert process.run(argv, timeout=120).returncode == 0
+        assert process.run(argv, timeout=PATIENCE).returncode == 0
     elf = build / "rtos.elf"
     argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld")]
     argv += [str(build / "tasks.o"), str(build / "startup.o"), "-o", str(elf)]
-    assert process.run(argv, timeout=120).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     return elf
 
 
@@ -77,11 +77,11 @@ def _build(folder: Path, flags: list[str]) -> Path:
     for name in ("tasks", "startup"):
         argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
         argv += [str(SOURCES / f"{name}.c"), "-o", str(folder / f"{name}.o")]
-        assert process.run(argv, timeout=120).returncode == 0
+        assert process.run(argv, timeout=PATIENCE).returncode == 0
     elf = folder / "rtos.elf"
     argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld")]
     argv += [str(folder / "tasks.o"), str(folder / "startup.o"), "-o", str(elf)]
-    assert process.run(argv, timeout=120).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     return elf
 
 
@@ -439,11 +439,11 @@ def test_recursion_costs_its_deepest_pass_and_a_cut_call_is_an_assumption(
     flags = [*FLAGS, "-fstack-usage", "-fcallgraph-info=su,da"]
     for name, path in (("recursive", source), ("startup", SOURCES / "startup.c")):
         argv = [gcc, *flags, "-c", str(path), "-o", str(tmp_path / f"{name}.o")]
-        assert process.run(argv, timeout=120, cwd=tmp_path).returncode == 0
+        assert process.run(argv, timeout=PATIENCE, cwd=tmp_path).returncode == 0
     elf = tmp_path / "recursive.elf"
     argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld"), "-o", str(elf)]
     argv += [str(tmp_path / "recursive.o"), str(tmp_path / "startup.o")]
-    assert process.run(argv, timeout=120).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     frames = _su_frames(tmp_path)
     board = BOARD.split("contexts:")[0] + (
         "contexts:\n  worker: {core: cpu0, kind: task, entry: vRecursiveTask, "
@@ -523,11 +523,11 @@ def test_a_call_cut_where_one_caller_calls_stays_for_the_others(
     flags = [*FLAGS, "-fstack-usage", "-fcallgraph-info=su,da"]
     for name, path in (("ticks", source), ("startup", SOURCES / "startup.c")):
         argv = [gcc, *flags, "-c", str(path), "-o", str(tmp_path / f"{name}.o")]
-        assert process.run(argv, timeout=120, cwd=tmp_path).returncode == 0
+        assert process.run(argv, timeout=PATIENCE, cwd=tmp_path).returncode == 0
     elf = tmp_path / "ticks.elf"
     argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld"), "-o", str(elf)]
     argv += [str(tmp_path / "ticks.o"), str(tmp_path / "startup.o")]
-    assert process.run(argv, timeout=120).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     board = BOARD.split("contexts:")[0] + (
         "contexts:\n  ticked: {core: cpu0, kind: task, entry: vTickedTask, stack: {size: 4096}}\n"
         "  systick: {core: cpu0, kind: isr, entry: SysTick_Handler, priority: 255}\n"
@@ -588,10 +588,12 @@ def test_the_port_is_read_from_the_image(
     for path in (SOURCES / "tasks.c", SOURCES / "startup.c", tmp_path / "port.c"):
         objects.append(str(tmp_path / f"{path.stem}.o"))
         argv = [gcc, *FLAGS, "-fstack-usage", "-fcallgraph-info=su,da", "-c", str(path)]
-        assert process.run([*argv, "-o", objects[-1]], timeout=120, cwd=tmp_path).returncode == 0
+        assert (
+            process.run([*argv, "-o", objects[-1]], timeout=PATIENCE, cwd=tmp_path).returncode == 0
+        )
     elf = tmp_path / "rtos.elf"
     argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld"), *objects, "-o", str(elf)]
-    assert process.run(argv, timeout=120).returncode == 0
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
     board = (SOURCES / "board.yaml").read_text()
     code, out, err = _stacks(
         capsys, tmp_path, board, str(elf), "--objects", str(tmp_path), "--json"
