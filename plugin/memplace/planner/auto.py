@@ -137,6 +137,7 @@ def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, g
             break
         # The last turn takes all that is left, rather than leave less than a turn.
         share = left if left < 3 * turn else turn
+        spent = budget.clock.work
         for rung, weight in zip(rungs, weights, strict=True):
             nodes = share * weight // sum(weights) // len(rung.blocks)
             if rung.merged is None:
@@ -156,6 +157,10 @@ def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, g
                 best = layout(blocks, offsets, algorithm=found.algorithm or "exact", bound=bound)
             if best.peak <= goal or best.optimal:
                 return best
+        if budget.clock.work == spent:
+            # Every search ended without a node to spend (each exhausted its tree): more
+            # nodes would find nothing more.
+            break
         turn *= 2
     return best
 
