@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -93,8 +92,6 @@ def test_a_search_reads_the_clock_within_a_node(search: Any) -> None:
     # nodes would come far too late.
     blocks = [Block(16 + (i * 7919) % 4096, i % 7, 1000 + i % 5, 16) for i in range(1000)]
     total = sum(b.size for b in blocks)
-    started = time.monotonic()
     status, _, nodes = search(blocks, "WAT", total, 10**12, 0.2)
     assert status == core.TIME_LIMIT
     assert nodes < 1024
-    assert time.monotonic() - started < 5
