@@ -48,6 +48,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from random_workload import write_board
+
 from memplace.board import Board, load_board
 from memplace.errors import PlanningError
 from memplace.planner import DEFAULT_ALGORITHM, plan
@@ -128,24 +131,6 @@ def model_instances(shared: Path) -> list[Instance]:
     return found
 
 
-ONE_POOL_BOARD = """\
-memplace: board/v1
-name: one-pool
-summary: one workspace pool of the instance's capacity
-cores:
-  cpu0:
-    cpu: cortex-m4
-    float_abi: soft
-    layout: {{vectors: flash, code: flash, data: sram, load: flash}}
-memories:
-  flash: {{origin: 0x00000000, size: 4M, attrs: rx, kind: flash, access: [cpu0], latency: 5}}
-  sram:  {{origin: 0x20000000, size: 1M, attrs: rwx, kind: sram, access: [cpu0], latency: 2}}
-  arena: {{origin: 0x60000000, size: {memory}, attrs: rw, kind: sram, access: [cpu0], latency: 1}}
-pools:
-  arena_ws: {{memory: arena, size: {capacity}, kind: workspace}}
-contexts:
-  main: {{core: cpu0, entry: main, stack: {{memory: sram, size: 8K}}}}
-"""
 UNBOUNDED = 64 * 1024 * 1024
 """The pool of an instance that has no capacity: room for any peak of these instances."""
 FIT_EFFORTS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
@@ -159,10 +144,7 @@ when the budget was a time limit."""
 def one_pool_board(capacity: int | None, folder: Path) -> Board:
     """The board file a user writes for an instance: one workspace pool of its capacity."""
     size = capacity or UNBOUNDED
-    path = folder / f"one-pool-{size}.yaml"
-    memory = -(-size // 1024) * 1024
-    path.write_text(ONE_POOL_BOARD.format(memory=memory, capacity=size), encoding="utf-8")
-    return load_board(path)
+    return load_board(write_board(folder / f"one-pool-{size}.yaml", size))
 
 
 def workload_of(blocks: Sequence[Block], name: str = "strip") -> Workload:

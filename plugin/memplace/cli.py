@@ -219,23 +219,21 @@ def system_error(exc: OSError) -> str:
 
 def seconds(text: str) -> float:
     """A command-line number of seconds: positive and finite."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
+    return _positive(text, "a positive number of seconds")
 
 
 def positive_number(text: str) -> float:
     """A command-line number that is positive and finite."""
+    return _positive(text, "a positive number")
+
+
+def _positive(text: str, expected: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
 
