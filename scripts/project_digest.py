@@ -10,7 +10,8 @@ checkouts whose digests are equal generate the same projects byte for byte.
     (change the code)
     python scripts/project_digest.py > after.txt && diff before.txt after.txt
 
-The inputs are copied to one fixed folder first, so the digest names no checkout's path.
+The inputs are copied into the working folder first, so the digest names no checkout's
+path; give each checkout its own `--work` when several run at once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 MODEL = SHARED / "models" / "mlperf-tiny" / "kws_ref_model.tflite"
-WORK = Path("/tmp/memplace-digest")
 
 
 def cases(inputs: Path) -> list[tuple[str, list[str]]]:
@@ -70,20 +70,25 @@ def digest(out: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", nargs="*", help="only these bundled boards")
+    parser.add_argument(
+        "--work", type=Path, default=Path("/tmp/memplace-digest"), help="folder to generate in"
+    )
     args = parser.parse_args()
+    work = args.work.resolve()
     memplace = Path(sys.executable).parent / "memplace"
-    inputs = WORK / "inputs"
+    inputs = work / "inputs"
     copy_inputs(inputs)
     boards = args.boards or sorted(p.stem for p in (ROOT / "board_configs").glob("*.yaml"))
     for board in boards:
         for name, rest in cases(inputs):
-            out = WORK / "out" / board / name
+            out = work / "out" / board / name
             shutil.rmtree(out, ignore_errors=True)
             argv = [str(memplace), "generate", board, *rest, "--out", str(out)]
-            done = subprocess.run(argv, capture_output=True, text=True, cwd=WORK)
+            done = subprocess.run(argv, capture_output=True, text=True, cwd=work)
             case = f"{board} {name}"
             if done.returncode != 0:
-                last = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+                message = done.stderr.replace(str(work), "WORK").strip()
+                last = message.splitlines()[-1:] or ["(no message)"]
                 print(f"{case}: exit {done.returncode}: {last[0]}")
                 continue
             for line in digest(out):
