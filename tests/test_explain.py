@@ -258,7 +258,7 @@ def test_explain_as_json_carries_the_plan_and_writes_the_picture(
 
     svg = tmp_path / "plan.svg"
     argv = ["plan", "qemu-mps3-an547", str(demo_workload()), "--explain", "--json"]
-    assert main([*argv, "--svg", str(svg), "--time-limit", "2"]) == 0
+    assert main([*argv, "--svg", str(svg)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["plan"]["memplace"] == "plan/v1" and report["fits_nowhere"] == []
     by_name = {story["name"]: story for story in report["buffers"]}

@@ -64,7 +64,7 @@ def test_plan_writes_the_svg_and_prints_the_pictures(
 ) -> None:
     workload = Path(__file__).resolve().parents[1] / "examples" / "demo" / "workload.yaml"
     out = tmp_path / "plan.svg"
-    code = main(["plan", "qemu-mps3-an547", str(workload), "--svg", str(out), "--time-limit", "2"])
+    code = main(["plan", "qemu-mps3-an547", str(workload), "--svg", str(out)])
     assert code == 0
     assert ET.parse(out).getroot().tag == f"{SVG}svg"
     printed = capsys.readouterr().out
