@@ -3,7 +3,7 @@ the exception frames ISRs add."""
 
 from __future__ import annotations
 
-from memplace.board import Core, Layout
+from memplace.board import Core, ImageLayout
 from memplace.hints import StackHints
 from memplace.verify.callgraph import CallGraph, Node
 from memplace.verify.frames import Call
@@ -175,7 +175,7 @@ def test_every_problem_is_reported_once() -> None:
 
 
 def _core(cpu: str, float_abi: str) -> Core:
-    return Core("cpu0", cpu, float_abi, Layout("itcm", "itcm", "dtcm", "itcm"))
+    return Core("cpu0", cpu, float_abi, ImageLayout("itcm", "itcm", "dtcm", "itcm"))
 
 
 def test_exception_frames() -> None:

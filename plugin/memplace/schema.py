@@ -225,7 +225,7 @@ def _defs(b: _Builder) -> dict[str, Schema]:
         "layout": b.object(
             board.LAYOUT_FIELDS,
             {
-                **{key: b.ref("name") for key in board.LAYOUT_KEYS},
+                **{key: b.ref("name") for key in board.IMAGE_PARTS},
                 "copy": {"enum": list(board.COPIERS)},
             },
             "where this core's own image sections go",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memplace.board import Board
-from memplace.board.rules import load_with_extends
+from memplace.board.extends import load_with_extends
 from memplace.build import build
 from memplace.codegen import STANDALONE, RenderOptions, render
 from memplace.codegen.context import image_holders, shared_image_memories

@@ -1,51 +1,14 @@
 """The board: memory map, planning pools, cores, devices and execution contexts.
 
 `parts` holds the frozen parts and the constants others read, `model` the `Board` itself,
-`rules` the loader and every rule of a board file, `addresses` where pools and stacks go,
-`memory_map` the per-core map as text and data. What comes out is a frozen `Board`;
-nothing past this package reads the raw file.
+`keys` the keys each mapping of a board file accepts, `extends` which file a board names and
+`extends:` merging, `reader` the parts read from a board file, `checks` the rules that tie
+them together, `addresses` where pools and stacks go, `memory_map` the per-core map as text
+and data. What comes out is a frozen `Board`; nothing past this package reads the raw file.
 """
 
-from memplace.board.memory_map import memory_map_data, memory_map_text
-from memplace.board.model import Board, load_board
-from memplace.board.parts import (
-    ADDRESS_SPACE,
-    BOARD_NAME,
-    CONTEXT_KINDS,
-    COPIERS,
-    CPUS,
-    DEVICE_KINDS,
-    FIRST_IRQ_EXCEPTION,
-    FLOAT_ABIS,
-    LAYOUT_KEYS,
-    MAX_INTERRUPTS,
-    MAX_PRIORITY,
-    MEMORY_KINDS,
-    ON_EXIT,
-    POOL_ALIGN,
-    POOL_KINDS,
-    RELEASE_HANDSHAKES,
-    RTOSES,
-    STACK_ALIGN,
-    VERSION,
-    Area,
-    Context,
-    Core,
-    Device,
-    FlashRun,
-    Layout,
-    MappedMemory,
-    Memory,
-    Pool,
-    QemuRun,
-    Release,
-    ReleaseStep,
-    Run,
-    Stack,
-    human_size,
-    vector_align,
-)
-from memplace.board.rules import (
+from memplace.board.extends import board_path
+from memplace.board.keys import (
     BOARD_KEYS,
     CONTEXT_KEYS,
     CORE_KEYS,
@@ -62,7 +25,45 @@ from memplace.board.rules import (
     STEP_KEYS,
     TASK_STACK_KEYS,
     Key,
-    board_path,
+)
+from memplace.board.memory_map import memory_map_data, memory_map_text
+from memplace.board.model import Board, load_board
+from memplace.board.parts import (
+    ADDRESS_SPACE,
+    BOARD_NAME,
+    CONTEXT_KINDS,
+    COPIERS,
+    CPUS,
+    DEVICE_KINDS,
+    FIRST_IRQ_EXCEPTION,
+    FLOAT_ABIS,
+    IMAGE_PARTS,
+    MAX_INTERRUPTS,
+    MAX_PRIORITY,
+    MEMORY_KINDS,
+    ON_EXIT,
+    POOL_ALIGN,
+    POOL_KINDS,
+    RELEASE_HANDSHAKES,
+    RTOSES,
+    STACK_ALIGN,
+    VERSION,
+    Area,
+    Context,
+    Core,
+    Device,
+    FlashRun,
+    ImageLayout,
+    MappedMemory,
+    Memory,
+    Pool,
+    QemuRun,
+    Release,
+    ReleaseStep,
+    Run,
+    Stack,
+    human_size,
+    vector_align,
 )
 
 __all__ = [
@@ -79,9 +80,9 @@ __all__ = [
     "FIRST_IRQ_EXCEPTION",
     "FLASH_KEYS",
     "FLOAT_ABIS",
+    "IMAGE_PARTS",
     "INTERRUPT_KEYS",
     "LAYOUT_FIELDS",
-    "LAYOUT_KEYS",
     "MAX_INTERRUPTS",
     "MAX_PRIORITY",
     "MEMORY_KEYS",
@@ -106,8 +107,8 @@ __all__ = [
     "Core",
     "Device",
     "FlashRun",
+    "ImageLayout",
     "Key",
-    "Layout",
     "MappedMemory",
     "Memory",
     "Pool",

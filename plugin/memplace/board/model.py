@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memplace.board.extends import board_path, load_with_extends
 from memplace.board.parts import (
-    LAYOUT_KEYS,
+    IMAGE_PARTS,
     OPERANDS,
     Area,
     Context,
     Core,
     Device,
     FlashRun,
-    Layout,
+    ImageLayout,
     MappedMemory,
     Memory,
     Pool,
@@ -28,7 +29,7 @@ from memplace.board.parts import (
     Run,
     Stack,
 )
-from memplace.board.rules import board_path, load_with_extends, read_board
+from memplace.board.reader import read_board
 from memplace.hints import StackHints
 from memplace.source import Document
 
@@ -172,7 +173,7 @@ def _core_data(core: Core) -> dict[str, Any]:
         }
         if core.release.handshake:
             release["handshake"] = core.release.handshake
-    layout: dict[str, Any] = dict(zip(LAYOUT_KEYS, core.layout.memories(), strict=True))
+    layout: dict[str, Any] = dict(zip(IMAGE_PARTS, core.layout.memories(), strict=True))
     if core.layout.copy is not None:
         layout["copy"] = core.layout.copy
     data: dict[str, Any] = {
@@ -253,8 +254,8 @@ def _core_from(name: str, data: Mapping[str, Any]) -> Core:
         name=name,
         cpu=data["cpu"],
         float_abi=data["float_abi"],
-        layout=Layout(
-            **{key: data["layout"][key] for key in LAYOUT_KEYS}, copy=data["layout"].get("copy")
+        layout=ImageLayout(
+            **{key: data["layout"][key] for key in IMAGE_PARTS}, copy=data["layout"].get("copy")
         ),
         boot=data.get("boot", 0),
         release=release,

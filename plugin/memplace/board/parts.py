@@ -34,9 +34,12 @@ POOL_KINDS = ("workspace", "constant")
 
 CONTEXT_KINDS = ("thread", "isr", "task")
 
+# What switches tasks on a core: `none`, or an RTOS whose context switch memplace knows
+# (`verify.rtos`).
 RTOSES = ("none", "freertos")
 
-LAYOUT_KEYS = ("vectors", "code", "data", "load")
+# The parts of a core's own image, each in the memory its `layout` names (`ImageLayout`).
+IMAGE_PARTS = ("vectors", "code", "data", "load")
 
 # What copies an image out of its load memory before it runs (`layout.copy`): the core's
 # own reset code, the core that releases it, or the boot ROM.
@@ -125,8 +128,9 @@ class Memory:
 
 
 @dataclass(frozen=True)
-class Layout:
-    """Which memory holds each part of a core's own image."""
+class ImageLayout:
+    """Which memory holds each part of a core's own image: the `layout` of a core in the
+    board file."""
 
     vectors: str
     code: str
@@ -153,7 +157,7 @@ class Layout:
     def roles(self, memory: str) -> tuple[str, ...]:
         """The parts of the image (vectors, code, data, load) that live in `memory`."""
         return tuple(
-            key for key, name in zip(LAYOUT_KEYS, self.memories(), strict=True) if name == memory
+            key for key, name in zip(IMAGE_PARTS, self.memories(), strict=True) if name == memory
         )
 
 
@@ -181,7 +185,7 @@ class Core:
     name: str
     cpu: str
     float_abi: str
-    layout: Layout
+    layout: ImageLayout
     boot: int = 0
     release: Release | None = None
     rtos: str = "none"
