@@ -19,8 +19,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "plugin" / "memplace"
 # The model: boards, workloads, scopes, stack hints and what they are read with.
 MODEL = {"board", "workload", "scopes", "hints", "source", "names", "errors", "layout"}
 MODEL |= {"resources", "declarations", "files"}
-# Modules of higher stages that only declare data the model reads (standard library only).
-DECLARATIONS = {"memplace.runners.capabilities"}
+# Modules of higher stages that only declare data the model reads (standard library only):
+# what each runner does, and the RTOS registry (its names are its modules' names; an RTOS's
+# own module builds on the verifier and loads only when `memplace stacks` or `verify` asks).
+DECLARATIONS = {"memplace.runners.capabilities", "memplace.rtos"}
 # What a generated project carries and runs with no memplace installed (its own Project API
 # server, build and process wrapper): standard library only, so any stage may build on it.
 CARRIED = "memplace.project_api.carried"
@@ -186,9 +188,12 @@ def test_loading_a_board_loads_no_stage_above_the_model() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = {_stage(module) for module in ast.literal_eval(out.stdout) if module in MODULES}
     assert "jinja2" not in out.stdout
-    assert loaded <= MODEL | {"memplace", "runners"}
+    assert loaded <= MODEL | {"memplace", "runners", "declarations"}
     assert [m for m in ast.literal_eval(out.stdout) if m.startswith("memplace.runners.")] == [
         "memplace.runners.capabilities"
+    ]
+    assert [m for m in ast.literal_eval(out.stdout) if m.startswith("memplace.rtos")] == [
+        "memplace.rtos"
     ]
 
 

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from memplace import board, hints
+from memplace import board, hints, rtos
 from memplace.board import Key
 from memplace.runners.capabilities import flash_runners
 
@@ -197,7 +197,7 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                     "layout": b.ref("layout"),
                     "boot": b.ref("address"),
                     "release": b.ref("release"),
-                    "rtos": {"enum": list(board.RTOSES)},
+                    "rtos": {"enum": list(rtos.names())},
                     "interrupts": {
                         "oneOf": [
                             b.ref("interrupt_lines"),

@@ -51,7 +51,7 @@ CORE_KEYS = (
         "(default: the start of its vectors memory)",
     ),
     Key("release", "how another core starts this one; absent: it starts at reset"),
-    Key("rtos", "none or freertos: what switches this core's tasks (default none)"),
+    Key("rtos", "none, or the RTOS that switches this core's tasks (default none)"),
     Key(
         "interrupts",
         "device interrupt lines of its vector table (the vendor's IRQ count), or "

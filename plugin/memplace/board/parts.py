@@ -34,10 +34,6 @@ POOL_KINDS = ("workspace", "constant")
 
 CONTEXT_KINDS = ("thread", "isr", "task")
 
-# What switches tasks on a core: `none`, or an RTOS whose context switch memplace knows
-# (`verify.rtos`).
-RTOSES = ("none", "freertos")
-
 # The parts of a core's own image, each in the memory its `layout` names (`ImageLayout`).
 IMAGE_PARTS = ("vectors", "code", "data", "load")
 

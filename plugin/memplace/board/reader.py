@@ -67,7 +67,6 @@ from memplace.board.parts import (
     OPERANDS,
     POOL_KINDS,
     RELEASE_HANDSHAKES,
-    RTOSES,
     STACK_ALIGN,
     Core,
     Device,
@@ -80,6 +79,7 @@ from memplace.board.parts import (
     Run,
 )
 from memplace.hints import read_stack_hints
+from memplace.rtos import names as rtos_names
 from memplace.runners.capabilities import BOARD_SETTINGS, DECLARED, flash_runners
 from memplace.source import Document, Node, is_identifier, name_problem, suggest
 
@@ -257,7 +257,7 @@ class BoardReader:
             role = "load" if layout.copy == "reset" else "vectors"
             boot = _boot(item.child("boot"), name, memories[boots_from], role)
         release = _release(item.child("release")) if item.has("release") else None
-        rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
+        rtos = item.child("rtos").choice(rtos_names()) if item.has("rtos") else "none"
         interrupts, names = _interrupts(item.get("interrupts"), cpu)
         return Core(
             name,
@@ -500,7 +500,8 @@ def _task(item: Node, key: str, core: Core) -> tuple[int | None, str]:
     knows it by. Tasks switch through an RTOS: the core must name one."""
     if core.rtos == "none":
         raise item.child("kind").error(
-            f"a task runs under an RTOS; say which on core {core.name!r} (rtos: freertos)"
+            f"a task runs under an RTOS; say which on core {core.name!r} "
+            f"(rtos: {' or '.join(rtos_names()[1:])})"
         )
     stack = item.get("stack")
     task = item.child("task").string() if item.has("task") else key
@@ -707,7 +708,7 @@ def _joined_core(
         raise item.error(
             f"no room for core {name!r}'s vector table in memory {vectors.name!r}; set `boot`"
         )
-    rtos = item.child("rtos").choice(RTOSES) if item.has("rtos") else "none"
+    rtos = item.child("rtos").choice(rtos_names()) if item.has("rtos") else "none"
     # Each core has its own NVIC: the joining core's table has lines of its own.
     interrupts, lines = _interrupts(item.get("interrupts"), cpu)
     return Core(

@@ -15,10 +15,11 @@ frame. An isr wired to a device interrupt line (`irq`) is bounded from the handl
 vector table holds for that line, and a table that holds another function there (or none)
 is a finding.
 
-With an RTOS (`rtos: freertos` on the core), see `rtos`: each task's bound is its entry's
-plus what a context switch leaves on its stack, and the main stack's is the larger of
-main's path up to the scheduler start and the handlers' nesting after it, since the port
-resets the main stack pointer when the first task starts.
+With an RTOS (`rtos: <name>` on the core; `memplace.rtos` holds one record per RTOS, its
+ports and its kernel's tasks), see `rtos`: each task's bound is its entry's plus what a
+context switch leaves on its stack, and the main stack's is the larger of main's path up
+to the scheduler start and the handlers' nesting after it, since the port resets the main
+stack pointer when the first task starts.
 """
 
 from __future__ import annotations
@@ -30,19 +31,11 @@ from pathlib import Path
 from memplace.board import FIRST_IRQ_EXCEPTION, Board, Context, Core
 from memplace.errors import InputError
 from memplace.hints import StackHints
+from memplace.rtos import KernelStack
 from memplace.verify.callgraph import CallGraph
-from memplace.verify.freertos import (
-    FILL,
-    LISTS,
-    layout_of,
-    system_call_stack_size,
-    task_stacks,
-    untouched,
-    unused_words,
-)
 from memplace.verify.image import Image
-from memplace.verify.report import SWITCH, SYSTEM_CALL, Finding, Report, StackReport
-from memplace.verify.rtos import port_for, task_switch_cost
+from memplace.verify.report import Finding, Report, StackReport
+from memplace.verify.rtos import port_of, rtos_of, switch_label, task_switch_cost
 from memplace.verify.stack import (
     Analysis,
     Bound,
@@ -52,14 +45,11 @@ from memplace.verify.stack import (
     image_graph,
     stack_findings,
 )
-from memplace.verify.target_memory import (
-    LatePaints,
-    Paint,
-    RunMemory,
-    run_and_read,
-    semihosting_calls,
-)
-from memplace.verify.tasks import CreatedTask, created_tasks
+from memplace.verify.target_memory import Paint, RunMemory, run_and_read, semihosting_calls
+from memplace.verify.tasks import CreatedTask
+
+PAINT = 0xA5
+"""What the main stack is painted with before a run."""
 
 
 def check_stacks(
@@ -88,20 +78,16 @@ def check_stacks(
     findings: list[Finding] = []
     tasks: list[TaskStack] = []
     running: dict[str, tuple[int, ...]] | None = None
-    if chosen.rtos == "freertos":
-        layout = layout_of(image.path)
-        port = port_for(chosen.rtos, chosen.cpu, chosen.float_abi, graph.symbols)
-        if run is not None and port.name.endswith("_MPU") and not layout.from_dwarf:
-            raise InputError(
-                f"FreeRTOS's {port.name} port starts its task control blocks with the task's "
-                f"MPU settings, which only the image's debug information lays out: build "
-                f"{image.path.name} with -g to read its tasks from a run",
-                key="--run",
-            )
-        found = created_tasks(image, graph, layout.name_length)
+    switcher = rtos_of(chosen)
+    kernel = switcher.kernel(image) if switcher is not None else None
+    if kernel is not None:
+        port = port_of(chosen, graph.symbols)
+        if run is not None:
+            kernel.check_run(port)
+        found = kernel.created_tasks(graph)
         if run is not None:
             found = (*found, *_created_at_run(run, graph))
-            running = task_stacks(image, run, layout) if _has_task_lists(image) else None
+            running = kernel.running_tasks(run)
         tasks, findings = _task_stacks(contexts, found, graph, running)
     stacks = []
     main = _main_context(board, chosen)
@@ -118,17 +104,15 @@ def check_stacks(
     for task in tasks:
         bound = _task_bound(task, chosen, analysis, image)
         measured = None
-        if running is not None and run is not None:
-            measured, unread = _task_mark(task, running, run, owned)
+        if running is not None and run is not None and switcher is not None:
+            measured, unread = _task_mark(task, running, run, owned, switcher.fill)
             findings += unread
         findings += stack_findings(task.context, task.budget, bound, measured)
         stacks.append(_stack_report(task.context, task.budget, bound, measured))
-    if chosen.rtos == "freertos":
-        calls = _system_calls(chosen, analysis, image)
-        if calls is not None:
-            budget, bound = calls
-            findings += stack_findings(SYSTEM_CALLS, budget, bound, None)
-            stacks.append(_stack_report(SYSTEM_CALLS, budget, bound, None))
+    for kept in kernel.kernel_stacks(graph) if kernel is not None else ():
+        bound = _kernel_stack_bound(kept, chosen, analysis)
+        findings += stack_findings(kept.name, kept.size, bound, None)
+        stacks.append(_stack_report(kept.name, kept.size, bound, None))
     if run is not None and run.exit_code not in (None, 0):
         findings.append(Finding("run", "exit", f"the firmware exited with code {run.exit_code}"))
     checks = STACK_CHECKS + (RUN_CHECKS if run is not None else ())
@@ -166,41 +150,20 @@ def _stacks_created(
     return owned
 
 
-SYSTEM_CALLS = "system calls (each task's)"
-"""How the report names the system-call stack every task has under an MPU port."""
-
-
-def _system_calls(core: Core, analysis: Analysis, image: Image) -> tuple[int, ContextBound] | None:
-    """The system-call stack of FreeRTOS's MPU ports with the v2 wrappers: each task has
-    one, which a system call switches to, copying the exception frame there, to run the
-    call's `MPU_...Impl` function. Its bound is the deepest of those plus that frame; its
-    budget configSYSTEM_CALL_STACK_SIZE words. None where the image has no such calls."""
-    impls = sorted(
-        address
-        for name, address in analysis.graph.by_name.items()
-        if name.startswith("MPU_") and name.endswith("Impl")
-    )
-    if not impls:
-        return None
-    size = system_call_stack_size(image.path)
-    if size is None:
-        raise InputError(
-            f"{image.path.name} makes FreeRTOS MPU system calls (MPU_...Impl), whose stack "
-            "size (configSYSTEM_CALL_STACK_SIZE) only the image's debug information gives: "
-            "build it with -g",
-            key="FIRMWARE.elf",
-        )
+def _kernel_stack_bound(kept: KernelStack, core: Core, analysis: Analysis) -> ContextBound:
+    """A stack the kernel keeps beside the tasks': the deepest of the functions that run on
+    it, plus the exception frame copied there."""
     findings: list[Finding] = []
     worst: Bound = Bound(0)
-    for address in dict.fromkeys(impls):
+    for address in kept.roots:
         bound = analysis.bound(address)
-        findings += _problems(SYSTEM_CALLS, analysis, address, bound)
+        findings += _problems(kept.name, analysis, address, bound)
         if bound.bytes is not None and (worst.bytes is None or bound.bytes > worst.bytes):
             worst = bound
     frame = exception_frame(core)
     total = None if findings or worst.bytes is None else worst.bytes + frame
-    copied = ((SYSTEM_CALL, frame),)
-    return size, ContextBound(SYSTEM_CALLS, total, worst.path, copied, tuple(findings))
+    copied = ((kept.frame_label, frame),)
+    return ContextBound(kept.name, total, worst.path, copied, tuple(findings))
 
 
 def _stack_report(name: str, budget: int, bound: ContextBound, measured: int | None) -> StackReport:
@@ -352,7 +315,7 @@ def run_firmware(
     # QEMU loads the image's sections, zero-filled ones too, and refuses a second write to
     # the same bytes: a stack inside a section is left to the firmware's own startup code.
     if top is not None and budget is not None and not _in_sections(image, top - budget, top):
-        paints.append(Paint(top - budget, budget, FILL))
+        paints.append(Paint(top - budget, budget, PAINT))
     areas = [
         (memory.address_for(chosen.name), memory.size)
         for memory in board.memories.values()
@@ -367,62 +330,9 @@ def run_firmware(
             key="--run",
         )
     calls = semihosting_calls(image)
-    late = _late_paints(image) if chosen.rtos == "freertos" else None
+    switcher = rtos_of(chosen)
+    late = switcher.kernel(image).paints() if switcher is not None else None
     return run_and_read(board.run.qemu.machine, elf, paints, areas, timeout, calls, late)
-
-
-# The functions that take a task's stack from the caller, and how (`LatePaints`).
-CREATORS = {
-    "xTaskCreate": "dynamic",
-    "xTaskCreateRestricted": "parameters",
-    "xTaskCreateStatic": "static",
-    "xTaskCreateRestrictedStatic": "parameters",
-}
-HEAPS = ("ucHeap",)
-"""FreeRTOS's heap_1, heap_2 and heap_4 array (heap_5's regions are the application's, and
-named so in its own code: a `ucHeap` there is painted as well)."""
-HEAP_BOUNDS = (
-    ("__heap_start", "__heap_end"),
-    ("_heap_bottom", "_heap_top"),
-    ("__HeapBase", "__HeapLimit"),
-)
-"""The C library's heap (heap_3's malloc), as linker scripts name its ends; or the section
-`.heap`."""
-
-
-def _late_paints(image: Image) -> LatePaints:
-    """What a FreeRTOS firmware's task stacks are painted with while it runs: its heap at
-    `main` (after the startup code zeroed it, before any task is created), and each stack
-    handed to a static creation when the call is made. Every task stack then holds the
-    fill below its deepest use, whatever the kernel's configuration fills."""
-    functions = {name: f.address for f in image.iter_functions() for name in f.names}
-    main = functions.get("main")
-    heaps = [
-        Paint(symbol.address, symbol.size, FILL)
-        for name in HEAPS
-        if (symbol := image.get_symbol(name)) is not None and symbol.size
-    ]
-    heaps += [Paint(low, high - low, FILL) for low, high in _library_heap(image)]
-    creators = tuple(
-        (functions[name], kind) for name, kind in CREATORS.items() if name in functions
-    )
-    name_length = layout_of(image.path).name_length
-    allocator = functions.get("pvPortMalloc")
-    current = image.get_symbol("pxCurrentTCB")
-    where = current.address if current is not None else None
-    return LatePaints(main, tuple(heaps), creators, FILL, name_length, allocator, where)
-
-
-def _library_heap(image: Image) -> list[tuple[int, int]]:
-    """The C library's heap, [low, high), where the linker script says where it is."""
-    section = image.get_section(".heap")
-    if section is not None and section.size:
-        return [(section.address, section.end)]
-    for low_name, high_name in HEAP_BOUNDS:
-        low, high = image.get_symbol(low_name), image.get_symbol(high_name)
-        if low is not None and high is not None and low.address < high.address:
-            return [(low.address, high.address)]
-    return []
 
 
 def _inside(areas: Sequence[tuple[int, int]], low: int, high: int) -> bool:
@@ -455,15 +365,12 @@ def _main_mark(image: Image, core: Core, budget: int, run: RunMemory) -> int | N
     return None if left is None else budget - left
 
 
-def _has_task_lists(image: Image) -> bool:
-    return any(image.get_symbol(name) is not None for name in (*LISTS, "pxCurrentTCB"))
-
-
 def _task_mark(
     task: TaskStack,
     running: Mapping[str, Sequence[int]],
     run: RunMemory,
     owned: Mapping[tuple[str, str, int], set[int | None]],
+    fill: int,
 ) -> tuple[int | None, list[Finding]]:
     """A task's high-water mark: its stack's size less the bytes at its low end that still
     hold the fill (the largest of the tasks of its name, entry and size). Where tasks of
@@ -486,7 +393,7 @@ def _task_mark(
     size = task.size or task.budget
     marks = []
     for low in lows:
-        left = untouched(run, low, size)
+        left = untouched(run, low, size, fill)
         if left is None:
             message = (
                 f"no mark: task {task.task!r}'s stack, [0x{low:08x}, 0x{low + size:08x}), "
@@ -496,7 +403,7 @@ def _task_mark(
         if left == 0 and not run.was_painted(low):
             message = (
                 f"no mark: the lowest bytes of task {task.task!r}'s stack at 0x{low:08x} hold "
-                f"no fill (0x{FILL:02X}), so the run cannot tell how deep it went"
+                f"no fill (0x{fill:02X}), so the run cannot tell how deep it went"
             )
             return None, [Finding("stack-mark", task.context, message)]
         marks.append(size - left)
@@ -704,7 +611,7 @@ def _frames_below(analysis: Analysis, entry: int, root: int) -> tuple[tuple[str,
 def _starts_scheduler(analysis: Analysis, core: Core) -> bool:
     """Whether the image holds the port's start of the first task, which resets the main
     stack pointer; without it, main's frames and the handlers add up."""
-    port = port_for(core.rtos, core.cpu, core.float_abi, analysis.graph.symbols)
+    port = port_of(core, analysis.graph.symbols)
     return any(name in analysis.graph.by_name for name in port.start_symbols)
 
 
@@ -718,9 +625,38 @@ def _task_bound(task: TaskStack, core: Core, analysis: Analysis, image: Image) -
     else:
         own = analysis.bound(root)
         findings += _problems(task.context, analysis, root, own)
-    port = port_for(core.rtos, core.cpu, core.float_abi, analysis.graph.symbols)
+    port = port_of(core, analysis.graph.symbols)
     uses_fpu = root is None or analysis.graph.reaches_floating(root, analysis.edges)
     switch = task_switch_cost(port, core.cpu, core.float_abi, uses_fpu)
     total = None if own.bytes is None else own.bytes + switch
-    switched = ((f"{SWITCH} ({port.rtos} {port.name})", switch),)
+    switched = ((switch_label(port), switch),)
     return ContextBound(task.context, total, own.path, switched, tuple(findings))
+
+
+def untouched(memory: RunMemory, low: int, size: int, fill: int) -> int | None:
+    """Bytes at the low end of a stack of `size` bytes from `low` that still hold `fill`;
+    None when the run did not read them."""
+    data = memory.read(low, size)
+    if data is None:
+        return None
+    count = 0
+    while count < len(data) and data[count] == fill:
+        count += 1
+    return count
+
+
+def unused_words(memory: RunMemory, low: int, size: int, fill: int = PAINT) -> int | None:
+    """Bytes at the low end of a painted stack that still hold a fill, word by word: the
+    one painted before the run, or the firmware's own (startup code that paints its stack
+    itself, such as memplace's 0x5A5AA5A5, paints over the first; the lowest word then holds
+    its pattern, as long as the stack never reached it). None when the run did not read
+    them."""
+    data = memory.read(low, size)
+    if data is None or len(data) < 4:
+        return None
+    ours = bytes([fill]) * 4
+    theirs = data[:4] if data[:4] != bytes(4) else ours
+    count = 0
+    while count + 4 <= len(data) and data[count : count + 4] in (ours, theirs):
+        count += 4
+    return count

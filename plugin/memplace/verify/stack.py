@@ -43,8 +43,8 @@ from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, par
 from memplace.verify.cortexm import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
 from memplace.verify.frames import Instruction, parse_objdump, read_frames
 from memplace.verify.image import Image, LineTable
-from memplace.verify.report import SWITCH, Finding
-from memplace.verify.rtos import port_for, task_switch_cost
+from memplace.verify.report import Finding
+from memplace.verify.rtos import port_of, switch_label, task_switch_cost
 
 OBJDUMP = "arm-none-eabi-objdump"
 MAX_PASS_STEPS = 200_000
@@ -644,8 +644,8 @@ def _context_bound(
 
 def _switch(core: Core) -> tuple[str, int]:
     """How a task stack's report names its RTOS's context switch, and its bytes."""
-    port = port_for(core.rtos, core.cpu, core.float_abi)
-    return f"{SWITCH} ({port.rtos} {port.name})", task_switch_cost(port, core.cpu, core.float_abi)
+    port = port_of(core)
+    return switch_label(port), task_switch_cost(port, core.cpu, core.float_abi)
 
 
 def _thread_bound(project: Project, stack: Any, image: Image, analysis: Analysis) -> ContextBound:

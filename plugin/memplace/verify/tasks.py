@@ -1,24 +1,26 @@
 """The RTOS tasks a firmware creates, found in its code rather than listed by hand.
 
-FreeRTOS creates a task with `xTaskCreate(entry, name, depth, ...)` or
-`xTaskCreateStatic(entry, name, depth, ...)` (the depth in words of `StackType_t`, 4 bytes
-on Cortex-M), and with `xTaskCreateRestricted(&parameters, ...)` or its static twin, from a
-`TaskParameters_t` whose first three members are the same three values. Most applications
-pass constants: the entry function, a string literal and a number. At each call of one of
-these functions, the values the first argument registers hold are followed from the
-instructions before the call in the same straight run of code (literal pool loads, moves
-of immediates, `movw`/`movt` pairs, register copies, shifts); what is not a constant there
-stays unknown, and such a task is left to the board file and to the run.
+An RTOS creates a task with a call that takes the task's entry function, its name and its
+stack depth (in words of 4 bytes, as FreeRTOS's `StackType_t` on Cortex-M counts it):
+either in the first three argument registers (`arguments`), or in a structure the first
+register points at whose first three members are the same three values (`parameters`,
+FreeRTOS's `TaskParameters_t`, the depth's low half-word). The RTOS's module names its
+creating functions and which way each takes them (`memplace.rtos`). Most applications pass
+constants: the entry function, a string literal and a number. At each call of one of these
+functions, the values the first argument registers hold are followed from the instructions
+before the call in the same straight run of code (literal pool loads, moves of immediates,
+`movw`/`movt` pairs, register copies, shifts); what is not a constant there stays unknown,
+and such a task is left to the board file and to the run.
 
-The name is the one the kernel keeps: cut to `configMAX_TASK_NAME_LEN - 1` characters
-(`freertos.Layout.name_length`), as a run's task lists show it.
+The name is the one the kernel keeps: cut to `name_length - 1` characters, as a run's task
+lists show it.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memplace.verify.callgraph import CallGraph
@@ -26,19 +28,8 @@ from memplace.verify.frames import Instruction
 from memplace.verify.image import Image
 
 WORD = 4
-"""Bytes of FreeRTOS's `StackType_t` on Cortex-M: a depth counts these."""
+"""Bytes of a stack depth's unit (FreeRTOS's `StackType_t` on Cortex-M)."""
 
-# The functions that create a task, and how they take its entry, name and depth: in the
-# first three argument registers, or in a TaskParameters_t the first one points at. The MPU
-# ports' wrappers take the same arguments.
-_DIRECT = ("xTaskCreate", "xTaskCreateStatic")
-_RESTRICTED = ("xTaskCreateRestricted", "xTaskCreateRestrictedStatic")
-CREATORS = {
-    **{name: "arguments" for name in _DIRECT},
-    **{f"MPU_{name}": "arguments" for name in _DIRECT},
-    **{name: "parameters" for name in _RESTRICTED},
-    **{f"MPU_{name}": "parameters" for name in _RESTRICTED},
-}
 # How far back from a call the constants in its argument registers are looked for.
 MAX_RUN = 48
 MAX_NAME = 64
@@ -72,23 +63,25 @@ class CreatedTask:
         return self.entry is not None and self.name is not None and self.words is not None
 
 
-def created_tasks(image: Image, graph: CallGraph, name_length: int = 16) -> tuple[CreatedTask, ...]:
-    """Every call of a task-creating function in the image's code, in address order."""
-    creators = {
-        graph.by_name[name]: kind for name, kind in CREATORS.items() if name in graph.by_name
-    }
-    if not creators:
+def created_tasks(
+    image: Image, graph: CallGraph, creators: Mapping[str, str], name_length: int = 16
+) -> tuple[CreatedTask, ...]:
+    """Every call in the image's code of a task-creating function of `creators` (its name →
+    how it takes the task's entry, name and depth: `arguments` or `parameters`), in address
+    order."""
+    called = {graph.by_name[name]: kind for name, kind in creators.items() if name in graph.by_name}
+    if not called:
         return ()
     read_word = _reader(image)
     found = []
     for node in graph.nodes.values():
         for call in node.calls:
-            if call.target not in creators or node.function.address in creators:
+            if call.target not in called or node.function.address in called:
                 continue  # (a wrapper's call through to the kernel is not a creation)
             via = graph.nodes[call.target].name
             values = _registers_at(graph.code, call.address, node.function.address, read_word)
             entry, name, words = values.get("r0"), values.get("r1"), values.get("r2")
-            if creators[call.target] == "parameters":
+            if called[call.target] == "parameters":
                 entry, name, words = _parameters(image, values.get("r0"), read_word)
             if entry is not None and (entry & ~1) not in graph.nodes:
                 entry = None
