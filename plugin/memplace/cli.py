@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from memplace import completion, options, resources
+from memplace import completion, options, resources, rtos
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.errors import CheckFailed, InputError, MemplaceError, SearchStopped, ToolError
 from memplace.files import CONSOLE_HEADER, Output, claim, write_output
@@ -400,6 +400,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "stacks",
         help="check the stack budgets of firmware built elsewhere (its own startup, linker "
         "script, RTOS and build)",
+        epilog="RTOSes a core's `rtos` may name in the board: " + ", ".join(rtos.names()),
     )
     stacks_cmd.add_argument("elf", type=Path, metavar="FIRMWARE.elf")
     stacks_cmd.add_argument(

@@ -43,6 +43,10 @@ class Port:
     """Bytes at the top of a new task's stack the port never uses."""
     start_symbols: tuple[str, ...]
     """Functions that start the first task, resetting the main stack pointer."""
+    cores: str = ""
+    """The cores it serves, in words (for the documentation's table)."""
+    saves: str = ""
+    """What `saved` is, in words (for the documentation's table)."""
 
 
 @dataclass(frozen=True)
@@ -113,3 +117,18 @@ def named(name: str) -> Rtos:
 def every() -> Mapping[str, Rtos]:
     """Every RTOS's record, by name."""
     return {name: named(name) for name in names() if name != NONE}
+
+
+def markdown_table() -> str:
+    """Every RTOS's ports as the Markdown table of docs/verification.md."""
+    rows = [
+        "| rtos | port | cores | saved by the switch on the task's stack "
+        "| with a live FPU context | unused top |",
+        "|---|---|---|---|---:|---:|",
+    ]
+    for record in every().values():
+        for port in record.ports:
+            fp = f"s16-s31: {port.saved_fp}" if port.saved_fp else "-"
+            cells = [f"`{record.name}`", port.name, port.cores, f"{port.saves}: {port.saved}"]
+            rows.append("| " + " | ".join([*cells, fp, str(port.top_slack)]) + " |")
+    return "\n".join(rows) + "\n"

@@ -47,22 +47,58 @@ FILL = 0xA5
 START = ("prvPortStartFirstTask", "vPortStartFirstTask", "xPortStartScheduler")
 PORTS = (
     # FreeRTOS-Kernel portable/GCC/ARM_CM3 and ARM_CM0 (r4-r7, then r8-r11): r4-r11.
-    Port("freertos", "ARM_CM3", 32, 0, 8, START),
-    Port("freertos", "ARM_CM0", 32, 0, 8, START),
+    Port("freertos", "ARM_CM0", 32, 0, 8, START, "Cortex-M0/M0+", "r4-r11"),
+    Port("freertos", "ARM_CM3", 32, 0, 8, START, "Cortex-M3, M4/M7 soft float", "r4-r11"),
     # ARM_CM4F and ARM_CM7: r4-r11 and EXC_RETURN, then s16-s31 when the FPU was used.
-    Port("freertos", "ARM_CM4F", 36, 64, 8, START),
-    Port("freertos", "ARM_CM7", 36, 64, 8, START),
+    Port("freertos", "ARM_CM4F", 36, 64, 8, START, "Cortex-M4 hard float", "r4-r11, EXC_RETURN"),
+    Port("freertos", "ARM_CM7", 36, 64, 8, START, "Cortex-M7 hard float", "r4-r11, EXC_RETURN"),
     # ARM_CM3_MPU and ARM_CM4_MPU: with the v1 wrappers CONTROL and r4-r11 (and EXC_RETURN,
     # s16-s31) on the task's stack; with the v2 wrappers in the task's control block, the
     # stack keeping only the exception frame: the first holds for both.
-    Port("freertos", "ARM_CM3_MPU", 36, 0, 8, START),
-    Port("freertos", "ARM_CM4_MPU", 40, 64, 8, START),
+    Port(
+        "freertos",
+        "ARM_CM3_MPU",
+        36,
+        0,
+        8,
+        START,
+        "Cortex-M3, M4/M7 soft float, with an MPU",
+        "CONTROL, r4-r11",
+    ),
+    Port(
+        "freertos",
+        "ARM_CM4_MPU",
+        40,
+        64,
+        8,
+        START,
+        "Cortex-M4/M7 hard float with an MPU",
+        "CONTROL, r4-r11, EXC_RETURN",
+    ),
     # Armv8-M without TrustZone (ARM_CM23_NTZ, ARM_CM33_NTZ, ARM_CM55_NTZ, ARM_CM85_NTZ):
     # PSPLIM, EXC_RETURN, r4-r11, then s16-s31 when the FPU was used.
-    Port("freertos", "ARM_CM33_NTZ", 40, 64, 8, START),
+    Port(
+        "freertos",
+        "ARM_CM33_NTZ",
+        40,
+        64,
+        8,
+        START,
+        "Armv8-M without TrustZone: M23, M33, M55, M85",
+        "PSPLIM, EXC_RETURN, r4-r11",
+    ),
     # The non-secure side with TrustZone (ARM_CM23, ARM_CM33, ARM_CM55, ARM_CM85): the task's
     # secure context handle too.
-    Port("freertos", "ARM_CM33", 44, 64, 8, START),
+    Port(
+        "freertos",
+        "ARM_CM33",
+        44,
+        64,
+        8,
+        START,
+        "the non-secure side of TrustZone: M23, M33, M55, M85",
+        "xSecureContext, PSPLIM, EXC_RETURN, r4-r11",
+    ),
 )
 _BY_NAME = {port.name: port for port in PORTS}
 _V8M = frozenset(("cortex-m23", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85"))
