@@ -88,8 +88,6 @@ class Rtos:
     `verify`."""
 
     name: str
-    summary: str
-    """One line for the board key's help and the documentation's table."""
     ports: tuple[Port, ...]
     port_for: Callable[[str, str, frozenset[str]], Port]
     """The port a build for a core (`cpu`, `float_abi`) uses, told from the image's

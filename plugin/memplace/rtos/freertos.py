@@ -377,7 +377,6 @@ def _kernel(image: Image) -> Kernel:
 
 RTOS = Rtos(
     name="freertos",
-    summary="FreeRTOS on Cortex-M: its ARM_CM0, CM3, CM4F, CM7, MPU and Armv8-M ports",
     ports=PORTS,
     port_for=port_for,
     kernel=_kernel,

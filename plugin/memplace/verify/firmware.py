@@ -585,7 +585,7 @@ def _main_bound(
     ]
     if own.bytes is None or handlers is None:
         total = None
-    elif core.rtos != "none" and _starts_scheduler(analysis, core):
+    elif rtos_of(core) is not None and _starts_scheduler(analysis, core):
         # The port resets the main stack pointer when the first task starts: after that
         # only the handlers nest there. Before, an interrupt lands on main's frames, unless
         # the firmware keeps interrupts masked until then (a hint says so).
