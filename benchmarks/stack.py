@@ -142,7 +142,7 @@ def exerciser(out: Path, name: str, board_text: str | None) -> tuple[Path, int, 
         board = load_board(path)
     folder = out / name
     workload = load_workload(ROOT / "examples" / "demo" / "workload.yaml")
-    workflow.generate(board, workload, folder, force=True)
+    workflow.generate(workflow.ProjectRequest(board, workload, folder, force=True))
     build(folder)
     log = workflow.run(folder)
     report = verify(Project.load(folder), log)

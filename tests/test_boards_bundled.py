@@ -162,7 +162,9 @@ def test_each_qemu_board_boots_and_every_pool_works(
     name: str, tmp_path: Path, touch_workload: Callable[[Board], Workload]
 ) -> None:
     board = load_board(name)
-    result = workflow.check(board, touch_workload(board), tmp_path / "touch")
+    result = workflow.check(
+        workflow.ProjectRequest(board, touch_workload(board), tmp_path / "touch")
+    )
     assert result.run is not None and result.run.passed, result.run
     assert result.report.ok, result.report.table()
 

@@ -20,7 +20,7 @@ import pytest
 from conftest import PATIENCE, run_cli
 from memplace.board import Board, load_board
 from memplace.cli import main
-from memplace.workflow import generate
+from memplace.workflow import ProjectRequest, generate
 from memplace.workload import Workload
 
 pytestmark = pytest.mark.qemu
@@ -245,7 +245,7 @@ def test_objects_belong_to_one_core(
     touch_workload: Callable[[Board], Workload],
 ) -> None:
     board = load_board("qemu-mps2-an521")
-    generate(board, touch_workload(board), tmp_path / "duo")
+    generate(ProjectRequest(board, touch_workload(board), tmp_path / "duo"))
     code, out, err = _verify(capsys, str(tmp_path / "duo"), "--objects", str(tmp_path))
     assert (code, out) == (2, "")
     assert err.strip() == (

@@ -30,7 +30,7 @@ from elftools.elf.elffile import ELFFile
 from conftest import PATIENCE, cli_error, run_cli
 from memplace import process
 from memplace.importers import mlf
-from memplace.tflm import graph as tflm_graph
+from memplace.importers import tflite as tflm_graph
 from memplace.tflm import runtime
 from mlf_archives import metadata_v5, v5_members, write_archive
 from test_stacks import BOARD as RTOS_BOARD
@@ -408,7 +408,7 @@ def test_a_buffer_index_past_the_models_buffers_is_named(
 ) -> None:
     model = tmp_path / "m.tflite"
     data = bytearray(_one_add([1, 4]))
-    root = tflm_graph.tflite.Model.GetRootAs(bytes(data), 0)
+    root = tflm_graph.schema().Model.GetRootAs(bytes(data), 0)
     tensor = root.Subgraphs(0).Tensors(0)
     field = tensor._tab.Offset(8)  # Tensor.buffer (fields: shape, type, buffer)
     struct.pack_into("<I", data, tensor._tab.Pos + field, 999)

@@ -331,7 +331,7 @@ def test_unknown_dimension() -> None:
     data = build_tflite([T("a", [-1, 4]), T("b", [4])], [Op(ADD, [0], [1])], [0], [1])
     assert _model_error(data) == (
         "m.tflite: tensor 0 (a) has an unknown dimension [-1, 4]; "
-        "memplace places tensors of fixed shape"
+        "memplace places tensors of fixed shape, as TFLite Micro plans them"
     )
 
 
@@ -461,6 +461,7 @@ def test_mlperf_tiny_needs_no_more_than_tflite_micro(board: Board, name: str) ->
 @pytest.mark.qemu
 def test_a_model_runs_under_qemu(model_file: Path, tmp_path: Path, board: Board) -> None:
     """The weights' real bytes reach the image: the firmware checks their checksums."""
-    result = workflow.check(board, load_workload(model_file), tmp_path / "project")
+    request = workflow.ProjectRequest(board, load_workload(model_file), tmp_path / "project")
+    result = workflow.check(request)
     assert result.run is not None and result.run.passed
     assert result.report.ok, result.report.table()

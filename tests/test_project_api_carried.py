@@ -51,7 +51,7 @@ def _generate(tmp_path: Path, board: str = BOARD, name: str = "my project") -> P
     workload.write_text(json.dumps(SMALL_WORKLOAD))
     out = tmp_path / name
     source = demo_workload() if board == BOARD else workload
-    workflow.generate(load_board(board), load_workload(source), out)
+    workflow.generate(workflow.ProjectRequest(load_board(board), load_workload(source), out))
     return out
 
 
@@ -227,7 +227,10 @@ def test_a_board_with_its_own_flash_command_stores_it(tmp_path: Path) -> None:
 
 def test_a_library_project_carries_no_server(tmp_path: Path) -> None:
     out = tmp_path / "lib"
-    workflow.generate(load_board(BOARD), load_workload(demo_workload()), out, "library")
+    request = workflow.ProjectRequest(
+        load_board(BOARD), load_workload(demo_workload()), out, "library"
+    )
+    workflow.generate(request)
     assert not (out / SCRIPT).exists() and not (out / PACKAGE).exists()
 
 

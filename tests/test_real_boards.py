@@ -48,7 +48,7 @@ def built(
         if name not in folders:
             board = load_board(name)
             folder = tmp_path_factory.mktemp(name) / "touch"
-            workflow.generate(board, touch_workload(board), folder)
+            workflow.generate(workflow.ProjectRequest(board, touch_workload(board), folder))
             build(folder)
             folders[name] = folder
         return folders[name]

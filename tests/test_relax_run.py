@@ -14,7 +14,7 @@ from conftest import run_cli
 from memplace.board import load_board
 from memplace.importers.relax import from_relax
 from memplace.project import Project
-from memplace.workflow import check
+from memplace.workflow import ProjectRequest, check
 from relax_models import KWS, WEIGHTS, bound, needs_kws, run_on_host, scoped_module, tflite_module
 
 pytestmark = pytest.mark.qemu
@@ -87,7 +87,7 @@ def test_a_float_model_across_memory_scopes_from_python(tmp_path: Path) -> None:
     model = from_relax(scoped_module("global.sram_ws"), {"w": WEIGHTS}, name="scoped")
     model = model.with_inputs(inputs)
     out = tmp_path / "scoped"
-    result = check(board, model.workload(board), out, "aot_standalone_demo", model=model)
+    result = check(ProjectRequest(board, model.workload(board), out, "aot_standalone_demo"))
     assert result.report.ok, result.report.table()
     assert result.plan.placement("b").pool == "sram_ws"
     from memplace.codegen.relax import read_outputs

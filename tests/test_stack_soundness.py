@@ -208,7 +208,7 @@ def build_program(
     folder = root / name
     board = board or load_board("qemu-mps3-an547")
     workload = Workload.from_file(root / "workload.yaml")
-    workflow.generate(board, workload, folder, "app", sources=sources)
+    workflow.generate(workflow.ProjectRequest(board, workload, folder, "app", sources=sources))
     build(folder)
     log = workflow.run(folder)
     assert log.passed, log
@@ -281,7 +281,9 @@ def test_isr_frames_land_on_the_stack_they_preempt(tmp_path: Path) -> None:
     workload = tmp_path / "w.yaml"
     workload.write_text(WORKLOAD)
     folder = tmp_path / "p"
-    workflow.generate(load_board(board), Workload.from_file(workload), folder)
+    workflow.generate(
+        workflow.ProjectRequest(load_board(board), Workload.from_file(workload), folder)
+    )
     build(folder)
     log = workflow.run(folder)
     assert log.passed, log

@@ -458,7 +458,7 @@ def _tensors(*shapes: list[int]) -> list[T]:
         (build_tflite(_tensors([4]), [], [0], [0]), "the model has no operators"),
         (
             build_tflite(_tensors([-1, 4], [4]), [Op(ADD, [0], [1])], [0], [1]),
-            "tensor 0 (t0) has an unknown dimension [-1, 4]; TFLite Micro plans tensors of fixed",
+            "tensor 0 (t0) has an unknown dimension [-1, 4]; memplace places tensors of fixed",
         ),
         (
             build_tflite(
@@ -510,7 +510,7 @@ def test_a_generated_project_offers_the_arena(tmp_path: Path, board: Any) -> Non
     from memplace.tflm import place_model
 
     out = tmp_path / "kws"
-    result = workflow.check(board, load_workload(KWS), out)
+    result = workflow.check(workflow.ProjectRequest(board, load_workload(KWS), out))
     assert result.run is not None and result.run.passed and result.report.ok
     arena = place_model(board, KWS, "dtcm_ws", measure=False, time_limit=None).arena
     assert arena > result.plan.pool("dtcm_ws").used, "the arena is more than the activations"
@@ -527,7 +527,7 @@ def test_a_generated_project_offers_the_arena(tmp_path: Path, board: Any) -> Non
 def test_other_workloads_have_no_arena(tmp_path: Path, board: Any, demo_workload: Any) -> None:
     from memplace import workflow
 
-    workflow.generate(board, demo_workload, tmp_path / "demo")
+    workflow.generate(workflow.ProjectRequest(board, demo_workload, tmp_path / "demo"))
     header = next((tmp_path / "demo/memplace/include").glob("*_memplace.h")).read_text()
     assert "TFLM_ARENA" not in header
 

@@ -22,7 +22,7 @@ import pytest
 import tflite
 
 from conftest import cli_error
-from memplace.tflm.graph import read_graph
+from memplace.importers.tflite import read_graph
 from memplace.tflm.metadata import with_offline_plan
 from test_tflm import BOARD, TIME_LIMIT, _accepts, _json, _offline, _smallest_arena, _usage
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memplace.tflm.graph import read_graph
+from memplace.importers.tflite import read_graph
 from test_tflm import BOARD, SHARED, TIME_LIMIT, _json, _offline
 
 pytest.importorskip("ethosu.vela", reason="the ethos-u-vela package is not installed")

@@ -21,8 +21,8 @@ from memplace import completion, options, resources, rtos
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
 from memplace.errors import CheckFailed, InputError, MemplaceError, SearchStopped, ToolError
 from memplace.files import CONSOLE_HEADER, Output, claim, write_output
-from memplace.importers import load_workload
-from memplace.importers.mlf import is_mlf
+from memplace.importers import Importer, importer_for, importers, load_workload
+from memplace.importers.registry import formats_text, frontends
 from memplace.layout import DEFAULT_TIMEOUT, run_record
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.project_api.carried.server import TERMINATING
@@ -519,15 +519,14 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
         "workload",
         metavar="WORKLOAD",
         type=Path,
-        help="workload file, a .tflite model, or a TVM Model Library Format archive (.tar); "
-        "with --frontend tvm a Relax model: a module saved with tvm.ir.save_json (.json) or "
-        "as TVMScript (.py), or a .tflite/.onnx model",
+        help=formats_text(),
     )
     parser.add_argument(
         "--frontend",
-        choices=["tvm"],
-        help="read WORKLOAD through TVM's Relax frontends and run it with TVM's kernels "
-        "(pip install 'memplace[tvm]')",
+        choices=sorted(frontends()),
+        help="read WORKLOAD with the importer of this name, whatever its suffix ("
+        + "; ".join(f"{name}: {i.describes}" for name, i in sorted(frontends().items()))
+        + ")",
     )
     parser.add_argument(
         "--data-root",
@@ -544,10 +543,10 @@ def _add_project_options(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(project_type=None)
     for action in parser._actions:
         if action.dest == "project_type":
+            runs = [i.describes for i in importers().values() if i.project_type != "exerciser"]
             action.help = (
                 f"{options.BY_NAME['project_type'].help} (default: aot_standalone_demo, which "
-                "runs the model, for a Model Library Format archive or --frontend tvm; else "
-                "exerciser)"
+                f"runs the model, for {' or '.join(runs)}; else exerciser)"
             )
     parser.add_argument(
         "--inputs",
@@ -599,30 +598,50 @@ def _inputs(args: argparse.Namespace) -> tuple[Board, Workload]:
     return board, workload
 
 
-def _model_inputs(args: argparse.Namespace) -> tuple[Board, Workload, RelaxModel | None]:
-    """The board, the workload and, with --frontend tvm, the Relax model it was read from."""
+def _model_inputs(args: argparse.Namespace) -> tuple[Board, Workload, Importer]:
+    """The board, the workload (its origin the model it was read from, if it was) and the
+    importer that read it."""
     board = load_board(args.board)
+    importer = importer_for(args.workload, args.frontend)
+    workload = importer.read(args.workload, board, args.data_root)
     inputs = getattr(args, "inputs", None)
-    if args.frontend != "tvm":
-        if inputs is not None:
-            raise InputError("--inputs feeds a model read with --frontend tvm", key="--inputs")
-        return board, load_workload(args.workload, args.data_root, board), None
-    from memplace.importers.relax import read_relax  # TVM loads only when used
-
-    model = read_relax(args.workload)
     if inputs is not None:
-        model = model.with_inputs(inputs)
-    return board, model.workload(board), model
+        from memplace.importers.relax import RelaxModel
+
+        if not isinstance(workload.origin, RelaxModel):
+            raise InputError("--inputs feeds a model read with --frontend tvm", key="--inputs")
+        workload = workload.origin.with_inputs(inputs).workload(board)
+    return board, workload, importer
 
 
-def _project_type(args: argparse.Namespace, model: RelaxModel | None) -> str:
-    """--project-type, else for a model (Relax, or a Model Library Format archive) the
-    demo that runs it, else the exerciser."""
+def _project_type(args: argparse.Namespace, importer: Importer) -> str:
+    """--project-type, else what the importer's workloads are for: for a model whose code
+    the project runs (a Model Library Format archive, a Relax model) the demo that runs
+    it, else the exerciser."""
     if args.project_type is not None:
         return str(args.project_type)
-    if model is not None or is_mlf(args.workload):
-        return "aot_standalone_demo"
-    return "exerciser"
+    return importer.project_type
+
+
+def _request(args: argparse.Namespace, progress: bool = True) -> workflow.ProjectRequest:
+    """What `generate` and `check` are asked for, from their arguments."""
+    from memplace import workflow
+    from memplace.hints import load_hints
+
+    board, workload, importer = _model_inputs(args)
+    return workflow.ProjectRequest(
+        board,
+        workload,
+        args.out,
+        _project_type(args, importer),
+        args.algorithm,
+        force=getattr(args, "force", False),
+        sources=args.sources,
+        pool_storage=args.pool_storage,
+        standalone_crt=args.standalone_crt_dir,
+        timeout=getattr(args, "timeout", DEFAULT_TIMEOUT),
+        stack_hints=load_hints(getattr(args, "stack_hints", None) or []),
+    )
 
 
 def _boards(args: argparse.Namespace) -> int:
@@ -734,20 +753,7 @@ def _tflm(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     from memplace import workflow
 
-    board, workload, model = _model_inputs(args)
-    result = workflow.generate(
-        board,
-        workload,
-        args.out,
-        _project_type(args, model),
-        args.algorithm,
-        force=args.force,
-        sources=args.sources,
-        pool_storage=args.pool_storage,
-        standalone_crt=args.standalone_crt_dir,
-        model=model,
-        progress=_progress(args),
-    )
+    result = workflow.generate(_request(args), _progress(args))
     print(pool_table(result))
     print(f"wrote {args.out}")
     return 0
@@ -832,27 +838,16 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from memplace import workflow
-    from memplace.verify import load_hints, write_reports
+    from memplace.importers.relax import RelaxModel
+    from memplace.verify import write_reports
 
-    board, workload, model = _model_inputs(args)
-    project_type = _project_type(args, model)
-    result = workflow.check(
-        board,
-        workload,
-        args.out,
-        project_type,
-        args.algorithm,
-        args.timeout,
-        sources=args.sources,
-        stack_hints=load_hints(args.stack_hints),
-        pool_storage=args.pool_storage,
-        standalone_crt=args.standalone_crt_dir,
-        model=model,
-        progress=_progress(args),
-        console=_console(args.json),
-    )
+    request = _request(args)
+    result = workflow.check(request, _progress(args), _console(args.json))
     write_reports(result.report, junit=args.junit, sarif=args.sarif)
-    if model is None or project_type != "aot_standalone_demo" or result.run is None:
+    model = request.workload.origin
+    if not isinstance(model, RelaxModel) or request.project_type != "aot_standalone_demo":
+        return _print_check(result, args.json)
+    if result.run is None:
         return _print_check(result, args.json)
     return _print_model_check(result, model, args.out, args.json)
 
@@ -928,14 +923,8 @@ def _demo(args: argparse.Namespace) -> int:
         f"memplace demo: workload {workload.name} ({len(workload.buffers)} buffers and "
         f"constants over {len(workload.steps)} steps) on board {board.name}"
     )
-    result = workflow.check(
-        board,
-        workload,
-        args.out,
-        timeout=args.timeout,
-        progress=_progress(args),
-        console=_console(),
-    )
+    request = workflow.ProjectRequest(board, workload, args.out, timeout=args.timeout)
+    result = workflow.check(request, _progress(args), _console())
     return _print_check(result, False)
 
 

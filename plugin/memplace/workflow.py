@@ -20,8 +20,8 @@ from memplace.board.extends import load_with_extends
 from memplace.build import build
 from memplace.codegen import STANDALONE, RenderOptions, render
 from memplace.codegen.context import image_holders, shared_image_memories
-from memplace.errors import InputError, PlanningError, ToolError
-from memplace.importers.mlf import ModelArchive, is_mlf, read_mlf
+from memplace.errors import InputError, ToolError
+from memplace.importers.mlf import ModelArchive
 from memplace.importers.relax import RelaxModel
 from memplace.layout import DEFAULT_TIMEOUT, build_dir, run_record
 from memplace.names import check_derived
@@ -31,7 +31,6 @@ from memplace.project import Project, locked, write_project
 from memplace.project_api.carried.standalone import MODEL_ARCHIVE
 from memplace.project_api.carry import describer
 from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
-from memplace.scopes import resolve
 from memplace.source import suggest
 from memplace.verify import Report, RunLog, StackHints, parse_run, verify
 from memplace.verify.elf import POOL_SECTION, STACK_SECTION
@@ -60,28 +59,42 @@ def build_steps(progress: Lines | None) -> Lines | None:
 NINJA_STEP = re.compile(r"^\[\d+/\d+\] ")
 
 
-def generate(
-    board: Board,
-    workload: Workload,
-    out: Path,
-    project_type: str = "exerciser",
-    algorithm: str = DEFAULT_ALGORITHM,
-    force: bool = False,
-    sources: Path | None = None,
-    pool_storage: str = "generated",
-    standalone_crt: Path | None = None,
-    model: RelaxModel | None = None,
-    progress: Lines | None = None,
-) -> Plan:
-    """Plan `workload` on `board` and write the project to `out`; each stage says so to
-    `progress` as it starts.
+@dataclass(frozen=True)
+class ProjectRequest:
+    """What `generate` is asked to write, and `check` to write, build, run and verify.
 
-    `sources` is the folder of an `app` project's C files; the project refers to it by a
-    path relative to `out`, so the generated files name no absolute location. For a
-    workload read from a Model Library Format archive, the model's C code goes into the
-    project (`aot_standalone_demo`, `app`), with the headers of TVM's `standalone_crt`
-    folder when given. A Relax `model` (`importers.relax`, whose workload `workload` is) goes
-    into the project with its kernels and static executor."""
+    `workload` is planned on `board` and the project written to `out` (replaced, when it
+    holds an earlier project, only with `force`). `sources` is the folder of an `app`
+    project's C files; the project refers to it by a path relative to `out`, so the
+    generated files name no absolute location. A workload read from a Model Library Format
+    archive or a Relax model (its `origin`) puts the model's code into the project, with the
+    headers of TVM's `standalone_crt` folder when given. `timeout` bounds `check`'s run
+    and `stack_hints` bound what its verifier cannot work out from the call graph alone."""
+
+    board: Board
+    workload: Workload
+    out: Path
+    project_type: str = "exerciser"
+    algorithm: str = DEFAULT_ALGORITHM
+    force: bool = False
+    sources: Path | None = None
+    pool_storage: str = "generated"
+    standalone_crt: Path | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    stack_hints: StackHints | None = None
+
+    @property
+    def model(self) -> ModelArchive | RelaxModel | None:
+        """The model whose code the project runs: the workload's origin, if it is one."""
+        origin = self.workload.origin
+        return origin if isinstance(origin, ModelArchive | RelaxModel) else None
+
+
+def generate(request: ProjectRequest, progress: Lines | None = None) -> Plan:
+    """Plan the request's workload and write its project; each stage says so to `progress`
+    as it starts."""
+    board, workload, out = request.board, request.workload, request.out
+    project_type, sources = request.project_type, request.sources
     check_derived(board, workload)
     tasks = [c for c in board.contexts.values() if c.kind == "task"]
     if tasks and project_type == "exerciser":
@@ -93,20 +106,20 @@ def generate(
             key=f"contexts.{tasks[0].name}" if tasks[0].mark else "--project-type",
         )
     _say(progress, f"plan: workload {workload.name} on board {board.name}")
-    result = plan(board, workload, algorithm=algorithm)
+    result = plan(board, workload, algorithm=request.algorithm)
     if sources is not None and not sources.is_dir():
         raise InputError(f"no folder of sources at {sources}", key="--sources")
     relative = None if sources is None else os.path.relpath(sources.resolve(), out.resolve())
     options = RenderOptions(
         project_type,
         sources=relative,
-        pool_storage=pool_storage,
+        pool_storage=request.pool_storage,
         tflm_arena=tflm_arena(board, workload, result),
         workload_hints=workload.stack_hints,
-        model=model if model is not None else model_archive(workload),
-        standalone_crt=crt_include(standalone_crt, out),
+        model=request.model,
+        standalone_crt=crt_include(request.standalone_crt, out),
     )
-    users = {c.buffer.name: c.users for c in resolve(board, workload)}
+    users = dict(result.users)
     _say(progress, f"render: {project_type} project into {out}")
     try:
         options = _sized(board, result, options, users, out)
@@ -114,17 +127,11 @@ def generate(
     except InputError as exc:
         raise _located(board, exc) from exc
     files: dict[str, str | bytes] = dict(rendered)
-    if isinstance(options.model, ModelArchive) and options.model.path.is_file():
+    if isinstance(options.model, ModelArchive) and options.model.archive:
         # Where TVM's own project templates keep the archive a project was made from.
-        files[MODEL_ARCHIVE] = options.model.path.read_bytes()
-    write_project(files, out, force=force)
+        files[MODEL_ARCHIVE] = options.model.archive
+    write_project(files, out, force=request.force)
     return result
-
-
-def model_archive(workload: Workload) -> ModelArchive | None:
-    """The Model Library Format archive a workload was read from, if it was."""
-    source = Path(workload.source)
-    return read_mlf(source) if is_mlf(source) else None
 
 
 def crt_include(standalone_crt: Path | None, out: Path) -> str | None:
@@ -223,20 +230,18 @@ def tflm_arena(board: Board, workload: Workload, result: Plan) -> tuple[str, int
     activations, the figure `memplace tflm --pool` prints, and a warning when part of it
     is a margin for what memplace does not know (None for other workloads, or when that
     pool cannot hold the arena)."""
-    source = Path(workload.source)
-    if source.suffix.lower() != ".tflite" or not source.is_file():
+    from memplace.importers.tflite import Model
+
+    if not isinstance(workload.origin, Model) or workload.origin.graph is None:
         return None
     pools = {p.pool for p in result.placements if p.kind == "buffer" and p.pool}
     if len(pools) != 1:
         return None
-    from memplace.tflm import margin_note, place_model  # the model readers load when used
+    from memplace.tflm import fit_model, margin_note  # the runtime's rules load when used
 
     (pool,) = pools
-    try:
-        arena = place_model(board, source, pool, measure=False, time_limit=TFLM_TIME_LIMIT)
-    except PlanningError:
-        return None
-    return pool, arena.arena, margin_note(arena)
+    arena = fit_model(board, workload.origin.graph, pool, time_limit=TFLM_TIME_LIMIT)
+    return None if arena is None else (pool, arena.arena, margin_note(arena))
 
 
 def run(folder: Path, timeout: float = DEFAULT_TIMEOUT, console: Lines | None = None) -> RunLog:
@@ -283,45 +288,23 @@ class CheckResult:
 
 
 def check(
-    board: Board,
-    workload: Workload,
-    out: Path,
-    project_type: str = "exerciser",
-    algorithm: str = DEFAULT_ALGORITHM,
-    timeout: float = DEFAULT_TIMEOUT,
-    sources: Path | None = None,
-    stack_hints: StackHints | None = None,
-    pool_storage: str = "generated",
-    standalone_crt: Path | None = None,
-    model: RelaxModel | None = None,
-    progress: Lines | None = None,
-    console: Lines | None = None,
+    request: ProjectRequest, progress: Lines | None = None, console: Lines | None = None
 ) -> CheckResult:
-    """Everything, for CI: generate, build, run where QEMU can, verify (with `stack_hints`
-    bounding what the call graph alone cannot). The folder is held throughout, so two
-    checks into one folder never mix their projects. Each stage says so to `progress` as
-    it starts (the build each of ninja's steps too); the run's console goes to `console`."""
+    """Everything, for CI: generate, build, run where QEMU can, verify. The folder is held
+    throughout, so two checks into one folder never mix their projects. Each stage says so
+    to `progress` as it starts (the build each of ninja's steps too); the run's console
+    goes to `console`."""
+    out, machine = request.out, request.board.qemu_machine
     with locked(out):
-        result = generate(
-            board,
-            workload,
-            out,
-            project_type,
-            algorithm,
-            sources=sources,
-            pool_storage=pool_storage,
-            standalone_crt=standalone_crt,
-            model=model,
-            progress=progress,
-        )
+        result = generate(request, progress)
         _say(progress, f"build: {out}")
         build(out, on_line=build_steps(progress))
         log = None
-        if board.qemu_machine:
-            _say(progress, f"run: under QEMU ({board.qemu_machine})")
-            log = run(out, timeout, console)
+        if machine:
+            _say(progress, f"run: under QEMU ({machine})")
+            log = run(out, request.timeout, console)
         _say(progress, "verify: placements and stack budgets")
-        report = verify(Project.load(out), log, stack_hints)
+        report = verify(Project.load(out), log, request.stack_hints)
     return CheckResult(plan=result, run=log, report=report)
 
 

@@ -135,6 +135,9 @@ class Workload:
     source: str = "<data>"
     # Hint sets from the workload file's `stack_hints:` (about the code that runs it).
     stack_hints: tuple[StackHints, ...] = ()
+    # What an importer read it from (a model, an archive), so that nothing reads that
+    # file again; None for a workload file or data.
+    origin: object = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_file(cls, path: Path, data_root: Path | None = None) -> Workload:
@@ -183,6 +186,7 @@ class WorkloadBuilder:
         steps: Sequence[str] | int | None = None,
         base_dir: Path | None = None,
         source: str = "<python>",
+        origin: object = None,
     ) -> None:
         self._data: dict[str, Any] = {"memplace": VERSION, "name": name}
         if steps is not None:
@@ -191,6 +195,7 @@ class WorkloadBuilder:
         self._constants: list[dict[str, Any]] = []
         self._base_dir = base_dir
         self._source = source
+        self._origin = origin
 
     def buffer(
         self,
@@ -232,7 +237,8 @@ class WorkloadBuilder:
     def build(self) -> Workload:
         data = dict(self._data, buffers=self._buffers, constants=self._constants)
         doc = _CodeDocument(copy.deepcopy(data), file=self._source)
-        return _WorkloadReader(doc, self._base_dir or Path.cwd()).read()
+        workload = _WorkloadReader(doc, self._base_dir or Path.cwd()).read()
+        return workload if self._origin is None else replace(workload, origin=self._origin)
 
 
 def _plain(value: Any) -> Any:

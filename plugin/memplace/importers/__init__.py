@@ -1,10 +1,11 @@
 """Front ends: workload files and models turned into workloads.
 
-`load_workload` reads what a WORKLOAD argument names: a workload file, a model, or a Model
-Library Format archive (`importers.mlf`).
-`import_model` reads a model into a `Workload` in memory (what a WORKLOAD argument naming
-a `.tflite` file gets); `import_to_file` writes it as a workload file with its weights as
-data files beside it (`memplace import`), all or nothing.
+`load_workload` reads what a WORKLOAD argument names through the importer that claims it
+(`registry`: one record per importer, each in its module: `workload_file`, `tflite`,
+`mlf`, `relax`); the workload it returns carries what it was read from as its `origin`.
+`import_model` reads a TFLite model into a `Workload` in memory (what a WORKLOAD argument
+naming a `.tflite` file gets); `import_to_file` writes it as a workload file with its
+weights as data files beside it (`memplace import`), all or nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memplace.errors import InputError
-from memplace.importers.mlf import is_mlf, read_mlf
+from memplace.importers.registry import Importer, importer_for, importers, register
 from memplace.workload import Workload
 
 if TYPE_CHECKING:
@@ -26,56 +27,55 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Imported",
+    "Importer",
     "Model",
     "data_dir_for",
     "import_model",
     "import_to_file",
+    "importer_for",
+    "importers",
     "load_workload",
     "read_model",
+    "register",
 ]
-
-MODEL_SUFFIXES = (".tflite",)
-"""The models a WORKLOAD argument may name; their readers load when one is read."""
 
 
 def __getattr__(name: str) -> object:
-    # The model readers (and numpy) load only when a model is read: a workload file's
-    # `memplace plan` starts without them.
-    if name in ("Model", "MODEL_READERS"):
+    if name == "Model":
         from memplace.importers import tflite
 
-        return tflite.Model if name == "Model" else {".tflite": tflite.read_tflite}
+        return tflite.Model
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_workload(
-    path: str | Path, data_root: str | Path | None = None, board: Board | None = None
+    path: str | Path,
+    data_root: str | Path | None = None,
+    board: Board | None = None,
+    frontend: str | None = None,
 ) -> Workload:
-    """A workload file (YAML or JSON), or a model such as a `.tflite` file or an MLF
-    archive, imported. `data_root` is the folder `data_file`s may come from (default: the
-    file's own); `board`, when known, pins an MLF archive's memory pools to the board's
-    pools of the same names."""
+    """What the file (or folder) at `path` holds, as a workload, read by the importer that
+    claims it (or that `frontend` names): a workload file (YAML or JSON), a model such as a
+    `.tflite` file, an MLF archive. `data_root` is the folder `data_file`s may come from
+    (default: the file's own); `board`, when known, pins an MLF archive's memory pools to
+    the board's pools of the same names."""
     path = Path(path)
-    if is_mlf(path):
-        return read_mlf(path).workload(() if board is None else tuple(board.pools))
-    if not path.is_file():
-        raise InputError(f"no workload file at {path}", key="WORKLOAD")
-    if path.suffix.lower() in MODEL_SUFFIXES:
-        return import_model(path)
-    return Workload.from_file(path, None if data_root is None else Path(data_root))
+    root = None if data_root is None else Path(data_root)
+    return importer_for(path, frontend).read(path, board, root)
 
 
 def read_model(path: Path) -> Model:
-    if path.suffix.lower() not in MODEL_SUFFIXES:
+    """The TFLite model at `path` (what `memplace import` reads)."""
+    from memplace.importers.tflite import IMPORTER, read_tflite
+
+    if not path.name.lower().endswith(IMPORTER.suffixes):
         raise InputError(
-            f"memplace imports {', '.join(MODEL_SUFFIXES)} models, "
+            f"memplace imports {', '.join(IMPORTER.suffixes)} models, "
             f"not {path.suffix or path.name!r}",
             key=str(path),
         )
     if not path.is_file():
         raise InputError(f"no model file at {path}", key="MODEL")
-    from memplace.importers.tflite import read_tflite
-
     return read_tflite(path)
 
 

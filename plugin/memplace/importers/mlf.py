@@ -31,19 +31,24 @@ whole archive an input error.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import lzma
 import re
 import tarfile
 import zlib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memplace.errors import InputError
-from memplace.files import integer
+from memplace.files import integer, read_input
+from memplace.importers.registry import Importer
 from memplace.workload import Workload, WorkloadBuilder
+
+if TYPE_CHECKING:
+    from memplace.board import Board
 
 __all__ = ["ModelArchive", "Pool", "Tensor", "is_mlf", "read_mlf"]
 
@@ -94,6 +99,7 @@ class ModelArchive:
     sources: Mapping[str, str] = field(repr=False)  # archive path -> text, codegen/host/src
     headers: Mapping[str, str] = field(repr=False)  # archive path -> text, codegen/host/include
     runtime_headers: Mapping[str, str] = field(repr=False)  # path below runtime/include -> text
+    archive: bytes = field(default=b"", repr=False)  # the archive file's bytes (b"": a folder)
 
     @property
     def prefix(self) -> str:
@@ -113,7 +119,9 @@ class ModelArchive:
     def workload(self, board_pools: Collection[str] = ()) -> Workload:
         """The buffers the model needs, as a workload of one step. A USMP pool named like
         one of `board_pools` is pinned to that pool."""
-        builder = WorkloadBuilder(self.workload_name, steps=[STEP], source=str(self.path))
+        builder = WorkloadBuilder(
+            self.workload_name, steps=[STEP], source=str(self.path), origin=self
+        )
         for tensor in self.inputs:
             builder.buffer(f"input_{tensor.name}", tensor.size, STEP)
         for tensor in self.outputs:
@@ -137,6 +145,20 @@ def pool_buffer(pool: Pool) -> str:
     return f"tvm_{pool.name}"
 
 
+def _import(path: Path, board: Board | None, data_root: Path | None) -> Workload:
+    return read_mlf(path).workload(() if board is None else tuple(board.pools))
+
+
+IMPORTER = Importer(
+    name="mlf",
+    suffixes=SUFFIXES,
+    describes="a TVM Model Library Format archive",
+    read=_import,
+    folder=lambda path: (path / "metadata.json").is_file(),
+    project_type="aot_standalone_demo",
+)
+
+
 def is_mlf(path: Path) -> bool:
     """Whether `path` names an MLF archive (by its suffix) or an unpacked one (a folder
     holding metadata.json)."""
@@ -150,7 +172,8 @@ def read_mlf(path: Path) -> ModelArchive:
         return _Reader(path, _read_folder(path)).read()
     if not path.is_file():
         raise InputError(f"no Model Library Format archive at {path}", key=KEY)
-    return _Reader(path, _read_members(path)).read()
+    archive = read_input(path, key=KEY)
+    return replace(_Reader(path, _read_members(path, archive)).read(), archive=archive)
 
 
 # The members memplace reads, by their path in the archive.
@@ -160,10 +183,11 @@ _WANTED = re.compile(
 )
 
 
-def _read_members(path: Path) -> dict[str, bytes]:
-    """The regular files of the archive that memplace reads, by normalised path."""
+def _read_members(path: Path, data: bytes) -> dict[str, bytes]:
+    """The regular files of the archive (`data`, read from `path`) that memplace reads, by
+    normalised path."""
     try:
-        with tarfile.open(path, "r:*") as archive:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
             found: dict[str, bytes] = {}
             members = archive.getmembers()
             if not path.name.lower().endswith(SUFFIXES[1:]) and members:
@@ -172,7 +196,7 @@ def _read_members(path: Path) -> dict[str, bytes]:
                 # follows it (a whole tar ends with zero blocks after its last member).
                 last = members[-1]
                 blocks = -(-(last.offset_data + last.size) // tarfile.BLOCKSIZE)
-                if path.stat().st_size < (blocks + 1) * tarfile.BLOCKSIZE:
+                if len(data) < (blocks + 1) * tarfile.BLOCKSIZE:
                     raise EOFError
             for member in members:
                 name = _safe_name(path, member)

@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from memplace.errors import InputError, ToolError
+from memplace.importers.registry import Importer
 from memplace.workload import Workload, WorkloadBuilder
 
 if TYPE_CHECKING:
@@ -198,7 +199,7 @@ class RelaxModel:
                 memories.setdefault(pool.memory, []).append(pool.name)
         steps = [step.name for step in self.steps]
         last = len(steps) - 1
-        builder = WorkloadBuilder(self.name, steps=steps, source=self.source)
+        builder = WorkloadBuilder(self.name, steps=steps, source=self.source, origin=self)
         for tensor in (*self.inputs, *self.outputs):
             builder.buffer(tensor.buffer, tensor.nbytes, [0, last], align=ALIGN)
         for storage in self.storages:
@@ -285,6 +286,21 @@ def require_tvm() -> ModuleType:
         raise ToolError(
             f"reading a Relax model needs TVM, which is not installed ({exc}): {INSTALL}"
         ) from None
+
+
+def _import(path: Path, board: Board | None, data_root: Path | None) -> Workload:
+    return read_relax(path).workload(board)
+
+
+IMPORTER = Importer(
+    name="relax",
+    suffixes=SUFFIXES,
+    describes="a Relax model: a module saved with tvm.ir.save_json or as TVMScript, or a "
+    "model TVM's Relax frontends read",
+    read=_import,
+    project_type="aot_standalone_demo",
+    frontend="tvm",
+)
 
 
 def read_relax(

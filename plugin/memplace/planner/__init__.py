@@ -98,21 +98,34 @@ def plan(
         raise InputError(f"an effort is a positive number, not {effort}", key="--effort")
     clock = Clock(time_limit)
     work = int(WORK * effort)
+    users: dict[str, tuple[str, ...]] = {}
     result = plan_with_arenas(
         board,
         workload,
-        lambda w, share: _plan(board, w, algorithm, int(work * share), clock, seed),
+        lambda w, share: _plan(board, w, algorithm, int(work * share), clock, seed, users),
     )
+    # The first planning resolves every buffer of the workload (a second one, of arenas,
+    # adds their blocks).
+    result = replace(result, users={b.name: users[b.name] for b in workload.buffers})
     if clock.stopped:
         return replace(result, stopped=clock.nodes)
     return result
 
 
 def _plan(
-    board: Board, workload: Workload, algorithm: str, work: int, clock: Clock, seed: int
+    board: Board,
+    workload: Workload,
+    algorithm: str,
+    work: int,
+    clock: Clock,
+    seed: int,
+    users: dict[str, tuple[str, ...]],
 ) -> Plan:
+    """The plan of `workload`; `users` gets each buffer's resolved users."""
     start = clock.work
     candidates = resolve(board, workload)
+    for c in candidates:
+        users.setdefault(c.buffer.name, c.users)
     capacities = _capacities(board)
     # The greedy algorithms assign greedily too; the others give spilled buffers a second
     # chance at faster places, with an offset search there.

@@ -101,6 +101,9 @@ class Plan:
     """Where the user's time limit stopped the search early: the search nodes it had
     visited by then (None: the searches ran to their work budgets, and the plan depends on
     the inputs and options alone)."""
+    users: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    """Each buffer's users (contexts and devices) as the board's scopes resolved them while
+    planning: what the generator reads, so that nothing resolves them again."""
 
     def pool(self, name: str) -> PoolUsage:
         for pool in self.pools:

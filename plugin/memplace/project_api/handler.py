@@ -23,8 +23,7 @@ from memplace.board import Board, load_board
 from memplace.build import build
 from memplace.codegen.server import SCRIPT as SERVER_SCRIPT
 from memplace.errors import InputError, MemplaceError
-from memplace.importers import load_workload
-from memplace.importers.mlf import is_mlf
+from memplace.importers import importer_for
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
 from memplace.project_api.carried.build import (
@@ -129,11 +128,12 @@ class MemplaceHandler(TransportMethods):
         given_type = options.get("project_type")
         options = check_options(self.options, "generate_project", options)
         source = model_library_format_path
-        if given_type is None and source.exists() and is_mlf(source):
+        importer = importer_for(source)
+        if given_type is None and source.exists() and importer.project_type != "exerciser":
             # TVM's own templates require it: left to the default, the exerciser would be
             # built, without the model.
             raise InputError(
-                f"{source} is a Model Library Format archive: say what the project does with "
+                f"{source} is {importer.describes}: say what the project does with "
                 "it, option project_type: aot_standalone_demo (runs the model), app (your "
                 "sources call it) or exerciser (exercises its buffers, without its code)",
                 key="project_type",
@@ -149,18 +149,18 @@ class MemplaceHandler(TransportMethods):
             raise InputError(f"no such file: {source}", key="model_library_format_path")
         settings = _build_settings(options)
         board = load_board(options["board"])
-        workload = load_workload(source, board=board)
+        request = workflow.ProjectRequest(
+            board,
+            importer.read(source, board, None),
+            project_dir,
+            options["project_type"],
+            options["algorithm"],
+            sources=options["sources"],
+            pool_storage=options["pool_storage"],
+            standalone_crt=standalone_crt_dir,
+        )
         try:
-            result = workflow.generate(
-                board,
-                workload,
-                project_dir,
-                options["project_type"],
-                options["algorithm"],
-                sources=options["sources"],
-                pool_storage=options["pool_storage"],
-                standalone_crt=standalone_crt_dir,
-            )
+            result = workflow.generate(request)
             if options["extra_files_tar"] is not None:
                 unpack_archive(options["extra_files_tar"], project_dir)
             if (project_dir / SERVER_SCRIPT).is_file():  # a project with a build of its own

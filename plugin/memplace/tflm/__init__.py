@@ -28,10 +28,10 @@ from typing import Any
 from memplace.board import Board
 from memplace.errors import InputError, MemplaceError, PlanningError
 from memplace.files import read_input
+from memplace.importers.tflite import ARENA_ALIGN, Graph, Tensor, read_graph, round_up
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
 from memplace.tflm import runtime
 from memplace.tflm.allocator import UNKNOWN_MARGIN, need
-from memplace.tflm.graph import ARENA_ALIGN, Graph, Tensor, read_graph, round_up
 from memplace.tflm.greedy import ONLINE, Request, conflicts, simulate
 from memplace.tflm.metadata import ModelLayoutError, with_offline_plan
 from memplace.tflm.scratch import KERNELS, Scratches, extension, known_kernel, scratches
@@ -42,6 +42,7 @@ __all__ = [
     "KERNELS",
     "TflmPlan",
     "check_out",
+    "fit_model",
     "margin_note",
     "place_model",
     "summary",
@@ -62,7 +63,7 @@ class TflmPlan:
     optimal: bool
     tflm_activations: int
     offsets: tuple[int, ...]  # per tensor, ONLINE for the runtime to place
-    layout: str  # whose offsets the model carries: memplace's or the runtime's own
+    offsets_by: str  # whose offsets the model carries: memplace, tflite-micro or vela
     scratch: Scratches
     persistent: Persistent
     arena: int
@@ -102,7 +103,7 @@ class TflmPlan:
                 "margin": self.persistent.margin,
             },
             "host": host,
-            "layout": self.layout,
+            "layout": self.offsets_by,
             "scratch": [
                 {"step": s.first, "bytes": s.bytes, "why": s.why} for s in self.scratch.buffers
             ],
@@ -114,16 +115,49 @@ class TflmPlan:
 
 def place_model(
     board: Board,
-    model: Path,
+    model: Path | Graph,
     pool: str | None = None,
     kernels: str = "reference",
     time_limit: float | None = DEFAULT_TIME_LIMIT,
     measure: bool = True,
 ) -> TflmPlan:
-    """Plan `model`'s arena on `board`; nothing is written. `measure` runs the host runtime
-    on the planned model when the `tflite-micro` package is installed."""
-    data = read_input(model, key="MODEL")
-    graph = read_graph(data, str(model))
+    """Plan the arena of `model` (a `.tflite` file, or the graph read from one) on `board`,
+    in `pool` or else the fastest workspace pool that holds it; nothing is written.
+    `measure` runs the host runtime on the planned model when the `tflite-micro` package is
+    installed."""
+    if not isinstance(model, Graph):
+        model = read_graph(read_input(model, key="MODEL"), str(model))
+    graph = model
+    fitted, shortfalls = _fit(board, graph, _pools(board, pool), kernels, time_limit, measure)
+    if fitted is not None:
+        return fitted
+    lacks = ", ".join(
+        f"{name} lacks {lack} bytes" if lack >= 0 else f"{name} cannot hold the activations"
+        for name, lack in shortfalls.items()
+    )
+    raise PlanningError(f"no workspace pool holds the model's arena: {lacks}", "arena", shortfalls)
+
+
+def fit_model(
+    board: Board, graph: Graph, pool: str, time_limit: float | None = DEFAULT_TIME_LIMIT
+) -> TflmPlan | None:
+    """The model's arena in `pool` of `board`, with reference kernels and not measured;
+    None when the pool cannot hold it."""
+    return _fit(board, graph, _pools(board, pool), "reference", time_limit, False)[0]
+
+
+def _fit(
+    board: Board,
+    graph: Graph,
+    pools: list[str],
+    kernels: str,
+    time_limit: float | None,
+    measure: bool,
+) -> tuple[TflmPlan | None, dict[str, int]]:
+    """The plan in the first of `pools` that holds the arena, and what each pool before it
+    lacks (-1: it cannot hold the activations)."""
+    _check_plannable(graph)
+    data, source = graph.data, graph.source
     ext = extension(_cpu(board))
     asked = scratches(graph, kernels, ext)
     scratch = _scratch_requests(graph, asked)
@@ -131,16 +165,16 @@ def place_model(
     tflm = simulate(own + scratch)
     pinned = _vela_pinned(graph)
     shortfalls: dict[str, int] = {}
-    for name in _pools(board, pool):
+    for name in pools:
         chosen = (
-            _vela_layout(graph, scratch, pinned)
+            _vela_offsets(graph, scratch, pinned)
             if pinned
             else _try_pool(board, graph, scratch, tflm.offsets[: len(own)], name, time_limit)
         )
         if chosen is None:
             shortfalls[name] = -1
             continue
-        offsets, layout, lower_bound, proven = chosen
+        offsets, offsets_by, lower_bound, proven = chosen
         activations = simulate(_requests(graph, offsets) + scratch).used
         planned = _planned(data, graph, offsets)
         target = need(graph, asked, activations, kernels, ext)
@@ -151,7 +185,7 @@ def place_model(
         persistent = Persistent(target.persistent, basis, target.unknown, margin)
         host, host_rule = None, None
         if measure and runtime.available() and not _host_lacks(graph):
-            host = _measure(planned, data, model)
+            host = _measure(planned, data, source)
             reference = scratches(graph, "reference", ext)  # what the host build asks
             host_rule = estimate_arena(graph, reference, host.head, host.tail, word_bits=64)
         arena = target.arena + UNKNOWN_MARGIN * len(asked.unmodelled)
@@ -160,7 +194,7 @@ def place_model(
             shortfalls[name] = arena - capacity
             continue
         return TflmPlan(
-            str(model),
+            source,
             name,
             kernels,
             ext,
@@ -169,7 +203,7 @@ def place_model(
             proven and activations == lower_bound and not margin,
             tflm.used,
             offsets,
-            layout,
+            offsets_by,
             asked,
             persistent,
             arena,
@@ -177,12 +211,24 @@ def place_model(
             host_rule,
             planned,
             _host_lacks(graph),
+        ), shortfalls
+    return None, shortfalls
+
+
+def _check_plannable(graph: Graph) -> None:
+    """Refuse a model TFLite Micro cannot plan an arena for."""
+    if graph.external:
+        raise InputError(
+            "the model keeps its weights outside the flatbuffer (a model over 2 GB); "
+            "TFLite Micro does not read such models",
+            key=graph.source,
         )
-    lacks = ", ".join(
-        f"{name} lacks {lack} bytes" if lack >= 0 else f"{name} cannot hold the activations"
-        for name, lack in shortfalls.items()
-    )
-    raise PlanningError(f"no workspace pool holds the model's arena: {lacks}", "arena", shortfalls)
+    if not any(t.in_arena for t in graph.tensors):
+        raise InputError(
+            "none of its tensors takes arena memory (each is a constant, a variable or "
+            "empty, of a dimension of 0): nothing to plan",
+            key=graph.source,
+        )
 
 
 def check_out(source: Path, out: Path) -> None:
@@ -282,14 +328,16 @@ def _try_pool(
     for t, offset in zip(_arena(graph), own, strict=True):
         theirs[t] = offset
     candidates = [(_spare_variables(graph, mine), "memplace")]
-    own_layout = _spare_variables(graph, theirs)
-    if not _problems(graph, own_layout, scratch):  # a plan the model carries may break them
-        candidates.append((own_layout, "tflite-micro"))
-    offsets, layout = min(candidates, key=lambda c: simulate(_requests(graph, c[0]) + scratch).used)
+    runtime_offsets = _spare_variables(graph, theirs)
+    if not _problems(graph, runtime_offsets, scratch):  # a plan the model carries may break them
+        candidates.append((runtime_offsets, "tflite-micro"))
+    offsets, offsets_by = min(
+        candidates, key=lambda c: simulate(_requests(graph, c[0]) + scratch).used
+    )
     _check(graph, offsets, scratch)
     usage = result.pool(pool)
     optimal = usage.optimal and simulate(_requests(graph, offsets) + scratch).used == usage.used
-    return offsets, layout, usage.lower_bound, optimal
+    return offsets, offsets_by, usage.lower_bound, optimal
 
 
 ETHOS_U = "ethos-u"
@@ -318,7 +366,7 @@ def _vela_pinned(graph: Graph) -> frozenset[int]:
     )
 
 
-def _vela_layout(
+def _vela_offsets(
     graph: Graph, scratch: list[Request], pinned: frozenset[int]
 ) -> tuple[tuple[int, ...], str, int, bool]:
     """Vela's offsets for the NPU's tensors; every other tensor as Vela placed it, or left
@@ -374,9 +422,9 @@ def _problems(
     shared: frozenset[int] = frozenset(),
 ) -> list[str]:
     requests = _requests(graph, offsets) + scratch
-    layout = simulate(requests)
+    runtime = simulate(requests)
     names = {f"tensor {t}" for t in shared}
-    problems = conflicts(requests, layout.offsets, ARENA_ALIGN, names)
+    problems = conflicts(requests, runtime.offsets, ARENA_ALIGN, names)
     problems += [
         f"offset {offsets[slot]} at index {slot} would leave variable tensor {t.index} "
         f"({t.name}) without memory: the runtime reads that index for it"
@@ -398,7 +446,7 @@ def _planned(data: bytes, graph: Graph, offsets: tuple[int, ...]) -> bytes:
     return planned
 
 
-def _measure(planned: bytes, data: bytes, model: Path) -> runtime.Measured:
+def _measure(planned: bytes, data: bytes, model: str) -> runtime.Measured:
     """The host runtime's measure of the planned model. If it cannot run it, it is asked to
     run the model as given: failing that too, the model is at fault (an input error naming
     it); else memplace's plan is (exit 3)."""
@@ -467,11 +515,11 @@ def summary(result: TflmPlan) -> str:
             "warning: these operators' kernels keep data memplace does not know: "
             + ", ".join(result.persistent.unknown)
         )
-    if result.layout == "vela":
+    if result.offsets_by == "vela":
         lines.append(
             "Vela's layout of the ethos-u operators' tensors is kept (the NPU's command "
             "stream addresses them); the model carries it"
         )
-    elif result.layout != "memplace":
+    elif result.offsets_by != "memplace":
         lines.append("TFLite Micro's own layout needs less here; the model carries it")
     return "\n".join(lines)

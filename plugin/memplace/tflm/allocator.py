@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import tflite
 
 from memplace.errors import InputError
-from memplace.tflm.graph import ARENA_ALIGN, Graph, Operator, round_up
+from memplace.importers.tflite import ARENA_ALIGN, Graph, Operator, round_up
 from memplace.tflm.scratch import Scratches, custom_int
 
 # Records of the runtime on a 32-bit Arm target: (bytes, alignment).

@@ -29,7 +29,10 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Layout:
+class RuntimeOffsets:
+    """What the runtime's greedy planner gives a list of requests: an offset for each, in
+    their order, and the bytes of the arena's planned part they take (`used`)."""
+
     offsets: tuple[int, ...]
     used: int
 
@@ -38,10 +41,10 @@ def _live_together(a: Request, b: Request) -> bool:
     return a.first <= b.last and b.first <= a.last
 
 
-def simulate(requests: Sequence[Request]) -> Layout:
+def simulate(requests: Sequence[Request]) -> RuntimeOffsets:
     """The offsets the runtime's greedy planner gives `requests`, in their order."""
     if not requests:
-        return Layout((), 0)
+        return RuntimeOffsets((), 0)
     fixed = [i for i, r in enumerate(requests) if r.offline != ONLINE]
     # The runtime fills its list of online buffers from the back, so equal sizes go in
     # the reverse of the order they were added.
@@ -61,7 +64,7 @@ def simulate(requests: Sequence[Request]) -> Layout:
             at -= 1
         by_offset.insert(at, i)
     used = max(offsets[i] + requests[i].size for i in range(len(requests)))
-    return Layout(tuple(offsets), used)
+    return RuntimeOffsets(tuple(offsets), used)
 
 
 def _gap(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from memplace.tflm.graph import OFFLINE_METADATA
+from memplace.importers.tflite import OFFLINE_METADATA
 
 SHIFT_ALIGN = 16
 # Model table fields (schema.fbs): 0 version, 1 operator_codes, 2 subgraphs, 3 description,

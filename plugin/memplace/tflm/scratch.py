@@ -21,8 +21,7 @@ import tflite
 from flatbuffers import flexbuffers
 
 from memplace.errors import InputError
-from memplace.importers.tflite import ELEMENT_BYTES
-from memplace.tflm.graph import Graph, Operator, Tensor
+from memplace.importers.tflite import ELEMENT_BYTES, Graph, Operator, Tensor
 
 KERNELS = ("reference", "cmsis-nn")
 EXTENSIONS = ("none", "dsp", "mve")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memplace.tflm.graph import Graph, round_up
+from memplace.importers.tflite import Graph, round_up
 from memplace.tflm.scratch import Scratches
 
 # Planning records, by the word size: AllocationInfo, ScratchBufferRequest, and one size_t
