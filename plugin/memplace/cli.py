@@ -603,8 +603,10 @@ def _model_inputs(args: argparse.Namespace) -> tuple[Board, Workload, Importer]:
     importer that read it."""
     board = load_board(args.board)
     importer = importer_for(args.workload, args.frontend)
-    workload = importer.read(args.workload, board, args.data_root)
     inputs = getattr(args, "inputs", None)
+    if inputs is not None and importer.frontend is None:
+        raise InputError("--inputs feeds a model read with --frontend tvm", key="--inputs")
+    workload = importer.read(args.workload, board, args.data_root)
     if inputs is not None:
         from memplace.importers.relax import RelaxModel
 
