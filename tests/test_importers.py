@@ -130,3 +130,46 @@ def test_the_workload_carries_what_it_was_read_from(tmp_path: Path) -> None:
     assert workload.origin.graph is not None and workload.origin.graph.source == str(model)
     example = REPO / "examples" / "demo" / "workload.yaml"
     assert load_workload(example).origin is None
+
+
+# -- nothing reads the file again -----------------------------------------------------------
+
+KWS = REPO.parent / "shared" / "models" / "mlperf-tiny" / "kws_ref_model.tflite"
+
+
+def test_generate_reads_the_model_off_the_workload_not_its_file(tmp_path: Path) -> None:
+    """The file a workload came from is gone by the time the project is written: the
+    project still gets the model's TFLite Micro arena, and an archive's project its bytes."""
+    from memplace.workflow import ProjectRequest, generate
+    from mlf_archives import v5_archive
+
+    if not KWS.is_file():
+        pytest.skip(f"no {KWS}")
+    board = load_board(BOARD)
+    model = tmp_path / "kws.tflite"
+    model.write_bytes(KWS.read_bytes())
+    workload = load_workload(model, board=board)
+    model.unlink()
+    generate(ProjectRequest(board, workload, tmp_path / "kws"))
+    header = (tmp_path / "kws" / "memplace" / "include" / "kws_memplace.h").read_text()
+    assert "#define KWS_TFLM_ARENA_SIZE 22784u" in header  # `memplace tflm`'s figure
+
+    archive = v5_archive(tmp_path / "model.tar")
+    data = archive.read_bytes()
+    workload = load_workload(archive, board=board)
+    archive.unlink()
+    generate(ProjectRequest(board, workload, tmp_path / "mlf", "aot_standalone_demo"))
+    assert (tmp_path / "mlf" / "model.tar").read_bytes() == data
+
+
+def test_a_relax_model_read_from_a_tflite_file_gets_no_tflite_micro_arena(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its project runs TVM's kernels: TFLite Micro's arena would be a figure for nothing."""
+    pytest.importorskip("tvm")
+    if not KWS.is_file():
+        pytest.skip(f"no {KWS}")
+    out = tmp_path / "relax"
+    assert main(["generate", BOARD, str(KWS), "--frontend", "tvm", "--out", str(out)]) == 0
+    header = (out / "memplace" / "include" / "kws_ref_model_memplace.h").read_text()
+    assert "TFLM_ARENA" not in header

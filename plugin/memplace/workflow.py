@@ -21,8 +21,7 @@ from memplace.build import build
 from memplace.codegen import STANDALONE, RenderOptions, render
 from memplace.codegen.context import image_holders, shared_image_memories
 from memplace.errors import InputError, ToolError
-from memplace.importers.mlf import ModelArchive
-from memplace.importers.relax import RelaxModel
+from memplace.importers import ModelArchive, model_code
 from memplace.layout import DEFAULT_TIMEOUT, build_dir, run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
@@ -83,12 +82,6 @@ class ProjectRequest:
     timeout: float = DEFAULT_TIMEOUT
     stack_hints: StackHints | None = None
 
-    @property
-    def model(self) -> ModelArchive | RelaxModel | None:
-        """The model whose code the project runs: the workload's origin, if it is one."""
-        origin = self.workload.origin
-        return origin if isinstance(origin, ModelArchive | RelaxModel) else None
-
 
 def generate(request: ProjectRequest, progress: Lines | None = None) -> Plan:
     """Plan the request's workload and write its project; each stage says so to `progress`
@@ -116,7 +109,7 @@ def generate(request: ProjectRequest, progress: Lines | None = None) -> Plan:
         pool_storage=request.pool_storage,
         tflm_arena=tflm_arena(board, workload, result),
         workload_hints=workload.stack_hints,
-        model=request.model,
+        model=model_code(workload),
         standalone_crt=crt_include(request.standalone_crt, out),
     )
     users = dict(result.users)

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memplace.errors import InputError
+from memplace.importers.mlf import ModelArchive
 from memplace.importers.registry import Importer, importer_for, importers, register
+from memplace.importers.relax import RelaxModel
 from memplace.workload import Workload
 
 if TYPE_CHECKING:
@@ -29,12 +31,14 @@ __all__ = [
     "Imported",
     "Importer",
     "Model",
+    "ModelArchive",
     "data_dir_for",
     "import_model",
     "import_to_file",
     "importer_for",
     "importers",
     "load_workload",
+    "model_code",
     "read_model",
     "register",
 ]
@@ -62,6 +66,13 @@ def load_workload(
     path = Path(path)
     root = None if data_root is None else Path(data_root)
     return importer_for(path, frontend).read(path, board, root)
+
+
+def model_code(workload: Workload) -> ModelArchive | RelaxModel | None:
+    """The model whose code a generated project compiles and runs (an MLF archive, a Relax
+    model): the workload's origin, when it is one."""
+    origin = workload.origin
+    return origin if isinstance(origin, ModelArchive | RelaxModel) else None
 
 
 def read_model(path: Path) -> Model:
