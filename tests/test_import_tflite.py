@@ -7,6 +7,7 @@ planner, and reach the lower bound on the first four MLPerf Tiny models."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -456,6 +457,43 @@ def test_mlperf_tiny_needs_no_more_than_tflite_micro(board: Board, name: str) ->
     constants = [result.placement(w.name) for w in model.weights]
     assert {p.pool for p in constants} <= {"itcm_const", "ddr_const"}
     assert all(p.contents == w.data for p, w in zip(constants, model.weights, strict=True))
+
+
+def test_import_and_tflm_read_one_graph_with_one_lifetime_rule(model_file: Path) -> None:
+    """The import's buffers are the tensors TFLite Micro's planner places, over the scopes
+    it gives them (scope 0, the inputs', counted as the first operator's step); variables,
+    which the runtime keeps apart, live over the whole run."""
+    model = read_model(model_file)
+    graph = model.graph
+    assert graph is not None
+    end = len(model.steps) - 1
+    for act in model.activations:
+        tensor = graph.tensors[act.tensor]
+        assert act.size == tensor.bytes
+        if tensor.variable:
+            assert (act.first, act.last) == (0, end)
+        else:
+            assert (act.first, act.last) == (max(tensor.first - 1, 0), max(tensor.last - 1, 0))
+    planned = {t.index for t in graph.tensors if t.in_arena and t.last >= 0}
+    assert {a.tensor for a in model.activations if not graph.tensors[a.tensor].variable} == planned
+
+
+@pytest.mark.skipif(not MLPERF.is_dir(), reason="../shared/models/mlperf-tiny is absent")
+def test_plan_and_tflm_agree_on_the_arena_of_a_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memplace plan MODEL` and `memplace tflm MODEL` read the model through one reader: the
+    activations of the keyword spotter take the same bytes in both (it asks for no kernel
+    scratch)."""
+    kws = MLPERF / "kws_ref_model.tflite"
+    assert main(["plan", "qemu-mps3-an547", str(kws), "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    used = {pool["name"]: pool["used"] for pool in planned["pools"]}
+    out = tmp_path / "planned.tflite"
+    args = ["--board", "qemu-mps3-an547", "--pool", "dtcm_ws", "--out", str(out), "--json"]
+    assert main(["tflm", str(kws), *args]) == 0
+    arena = json.loads(capsys.readouterr().out)
+    assert used["dtcm_ws"] == arena["activations"] == arena["tflm_activations"] == 16000
 
 
 @pytest.mark.qemu
