@@ -1,6 +1,7 @@
 """Small Relax models written with TVMScript, for the tests of `--frontend tvm`: a float
 model whose tensors move between storage scopes (`R.to_vdevice`) and through a reshape,
-and TVM's own VM on the host, to compare the board's outputs with."""
+a quantization whose scale 7 printed digits do not hold, and TVM's own VM on the host, to
+compare the board's outputs with."""
 
 from __future__ import annotations
 
@@ -15,9 +16,46 @@ from tvm import relax
 from tvm.relax.frontend.tflite import from_tflite
 
 WEIGHTS = (np.arange(32, dtype=np.float32).reshape(8, 4) - 12.0) / 7.0
-KWS = Path(__file__).resolve().parents[2] / "shared/models/mlperf-tiny/kws_ref_model.tflite"
+MODELS = Path(__file__).resolve().parents[2] / "shared/models/mlperf-tiny"
+KWS = MODELS / "kws_ref_model.tflite"
+AD01 = MODELS / "ad01_int8.tflite"
+STR_WW = MODELS / "str_ww_ref_model.tflite"
 # As the other tests of ../shared's models: they need the checkout's neighbour.
 needs_kws = pytest.mark.skipif(not KWS.is_file(), reason=f"no model at {KWS}")
+needs_models = pytest.mark.skipif(
+    not (AD01.is_file() and STR_WW.is_file()), reason=f"no models in {MODELS}"
+)
+
+# kws's first requantization scale: the float32 0.037401788, which TVM's C code generator
+# prints as 3.740179e-02f (7 significant digits), one ulp below it.
+SCALE = 0.037401787936687469
+QUANTIZE = f"""
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((8,), "float32")) -> R.Tensor((8,), "int8"):
+        with R.dataflow():
+            q = R.quantize(
+                x, R.const({SCALE!r}, "float32"), R.const(0, "int8"), axis=0, out_dtype="int8"
+            )
+            R.output(q)
+        return q
+"""
+
+
+def boundary_inputs() -> np.ndarray:
+    """Eight inputs x whose x / SCALE rounds to another integer when the scale is the one
+    TVM's C prints (3.740179e-02f): the first float32 from (k + 0.5) * SCALE up where the
+    two quotients round apart, for k = -100, -70, ..., 99."""
+    exact, printed = np.float32(SCALE), np.float32(f"{SCALE:e}")
+    found = []
+    for k in (-100, -70, -40, -10, 10, 40, 70, 99):
+        x = np.float32((k + 0.5) * SCALE)
+        while np.rint(x / exact) == np.rint(x / printed):
+            x = np.nextafter(x, np.float32(np.inf))
+        found.append(x)
+    return np.array(found, dtype=np.float32)
 
 
 SCOPED = """

@@ -10,23 +10,80 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tvm
 
 from conftest import cli_error, run_cli
 from memplace.board import load_board
 from memplace.errors import InputError
 from memplace.importers.relax import from_relax, read_relax
 from memplace.planner import plan
-from relax_models import KWS, WEIGHTS, needs_kws, scoped_module
+from relax_models import (
+    KWS,
+    QUANTIZE,
+    SCALE,
+    STR_WW,
+    WEIGHTS,
+    needs_kws,
+    needs_models,
+    scoped_module,
+)
 
 BOARD = "qemu-mps3-an547"
 
 
 def _saved(tmp_path: Path, scope: str = "global.sram_ws") -> Path:
-    """The scoped model as TVMScript, `w` an input (tvm.ir.save_json of any Relax function
-    crashes TVM 0.27.0.post1's wheel with a segmentation fault)."""
+    """The scoped model as TVMScript, `w` an input."""
     path = tmp_path / "scoped.py"
     path.write_text(scoped_module(scope).script())
     return path
+
+
+def test_a_module_saved_with_save_json_is_planned_as_its_tvmscript(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tvm.ir.save_json` (with the FFI memplace[tvm] installs: 0.1.15 crashes it)."""
+    saved = tmp_path / "scoped.json"
+    saved.write_text(tvm.ir.save_json(scoped_module()))
+    plans = []
+    for path in (saved, _saved(tmp_path)):
+        code, out, err = run_cli(capsys, "plan", BOARD, path, "--frontend", "tvm", "--json")
+        assert code == 0, err
+        plans.append({p["name"]: (p["pool"], p["offset"]) for p in json.loads(out)["placements"]})
+    assert plans[0] == plans[1]
+    assert plans[0]["b"][0] == "sram_ws"
+    out = tmp_path / "p"
+    code, _, err = run_cli(capsys, "generate", BOARD, saved, "--frontend", "tvm", "--out", out)
+    assert code == 0, err
+    assert (out / "tvm/scoped_kernels.c").is_file()
+
+
+def test_float_constants_are_written_exactly_in_the_kernels_c() -> None:
+    """TVM's C code generator prints a float constant with 7 significant digits
+    (3.740179e-02f, one ulp from the float32 it holds); memplace writes the kernels with
+    the exact value, as a C99 hexadecimal float, as TVM's LLVM code generator takes it."""
+    model = from_relax(tvm.script.from_source(QUANTIZE), name="q")
+    assert f"x[i0] / {float(np.float32(SCALE)).hex()}f" in model.kernels_c
+    assert "e-02f" not in model.kernels_c
+    assert "-0x1.0000000000000p+7f" in model.kernels_c  # the clip's -128.0
+
+
+@needs_models
+def test_inputs_named_as_the_model_names_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """str_ww's input is serving_default_input_1:0 in TFLite, serving_default_input_1_0 in C:
+    --inputs takes an array of either name."""
+    x = np.zeros((1, 30, 1, 40), np.int8)
+    for number, name in enumerate(("serving_default_input_1:0", "serving_default_input_1_0")):
+        inputs = tmp_path / f"x{number}.npz"
+        np.savez(inputs, **{name: x})
+        argv = ["generate", BOARD, STR_WW, "--frontend", "tvm", "--inputs", inputs]
+        code, _, err = run_cli(capsys, *argv, "--out", tmp_path / f"p{number}")
+        assert code == 0, err
+    np.savez(tmp_path / "y.npz", y=x)
+    argv = ["generate", BOARD, STR_WW, "--frontend", "tvm", "--inputs", tmp_path / "y.npz"]
+    error = cli_error(capsys, *argv, "--out", tmp_path / "p")
+    assert "holds arrays y; the model's inputs are serving_default_input_1:0" in error
 
 
 def test_every_tensor_relax_would_allocate_is_a_buffer_live_from_its_first_to_last_kernel() -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import struct
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,6 +68,10 @@ _KERNEL = re.compile(
     r"int32_t num_args, void\* result\) \{$",
     re.MULTILINE,
 )
+# A float constant in a kernel's TVMScript, and as TVM's C prints it (`%e`, `f` if float32).
+_SCRIPT_FLOAT = re.compile(r"T\.float(16|32|64)\((-?[0-9][0-9.e+-]*)\)")
+_PACK = {"16": "<e", "32": "<f"}
+_C_FLOAT = re.compile(r"(?<![\w.])(-?[0-9]\.[0-9]{6}e[+-][0-9]{2,3})(f?)(?![\w.])")
 _ALLOC = re.compile(r"TVMBackendAllocWorkspace\(\d+, \w+, \(uint64_t\)(\d+)(?:ULL)?, ")
 
 
@@ -148,6 +153,9 @@ class RelaxModel:
     # The bytes each input is run on (input name -> bytes); none: the demo fills them.
     input_data: Mapping[str, bytes] = field(default_factory=dict, repr=False)
     inputs_from: str | None = None  # where input_data came from
+    # The inputs' names as the model gives them (a TFLite tensor's `serving_default_x:0`),
+    # in the order of `inputs`, whose buffers carry them as C names.
+    input_names: tuple[str, ...] = ()
 
     def with_inputs(self, path: Path) -> RelaxModel:
         """The model to be run on the arrays of the `.npz` file at `path`, one per input,
@@ -160,19 +168,25 @@ class RelaxModel:
             raise InputError(
                 f"{path}: not a NumPy .npz archive ({_first_line(exc)})", key="--inputs"
             ) from None
-        wanted = [tensor.buffer for tensor in self.inputs]
-        if sorted(arrays) != sorted(wanted):
+        names = self.input_names or tuple(tensor.buffer for tensor in self.inputs)
+        # An array is named as the model names the input, or as its C name.
+        chosen = {
+            tensor.buffer: next((key for key in (name, tensor.buffer) if key in arrays), None)
+            for tensor, name in zip(self.inputs, names, strict=True)
+        }
+        if None in chosen.values() or len(arrays) != len(self.inputs):
             raise InputError(
                 f"{path} holds arrays {', '.join(sorted(arrays)) or 'none'}; the model's inputs "
-                f"are {', '.join(wanted)}",
+                f"are {', '.join(names)}",
                 key="--inputs",
             )
         data = {}
         for tensor in self.inputs:
-            array = arrays[tensor.buffer]
+            key = chosen[tensor.buffer] or tensor.buffer
+            array = arrays[key]
             if str(array.dtype) != tensor.dtype or tuple(array.shape) != tensor.shape:
                 raise InputError(
-                    f"{path}: array {tensor.buffer} is {array.dtype} {tuple(array.shape)}; the "
+                    f"{path}: array {key} is {array.dtype} {tuple(array.shape)}; the "
                     f"input is {tensor.dtype} {tensor.shape}",
                     key="--inputs",
                 )
@@ -429,6 +443,7 @@ def from_relax(
         name=_c_name(name),
         source=source,
         inputs=tuple(walker.inputs),
+        input_names=tuple(walker.input_names),
         outputs=tuple(walker.outputs),
         storages=tuple(walker.storages()),
         constants=tuple(walker.constants.values()),
@@ -475,16 +490,59 @@ def _lower(tvm: Any, relax: Any, module: Any, source: str, fold_constants: bool)
 
 
 def _kernels_c(tvm: Any, lowered: Any) -> str:
+    """TVM's C for every kernel, as `tvm.tirx.build(..., target="c")` writes it, each float
+    constant written exactly (`_exact_floats`)."""
+    from tvm.tirx.build import codegen_build
+
     functions = {gv: f for gv, f in lowered.functions.items() if isinstance(f, tvm.tirx.PrimFunc)}
     # Kernels a VDevice put on another target are built for the board like the rest.
     functions = {
         gv: f.without_attr("target") if "target" in (f.attrs or {}) else f
         for gv, f in functions.items()
     }
-    library = tvm.tirx.build(
-        tvm.IRModule(functions, attrs=lowered.attrs), target=tvm.target.Target("c")
-    )
-    return str(library.inspect_source())
+    # The steps of tvm.tirx.build for a CPU target, holding on to the TIR that is printed.
+    target = tvm.target.Target("c").with_host(tvm.target.Target("c"))
+    module = tvm.tirx.transform.BindTarget(target)(tvm.IRModule(functions, attrs=lowered.attrs))
+    pipeline, finalize_host, _ = tvm.tirx.get_tir_pipeline("default")
+    module = finalize_host()(pipeline(module))
+    source = str(codegen_build(module, target).inspect_source())
+    scripts = {
+        str(function.attrs["global_symbol"]): function.script()
+        for function in module.functions.values()
+        if isinstance(function, tvm.tirx.PrimFunc) and "global_symbol" in (function.attrs or {})
+    }
+    return _exact_floats(source, scripts)
+
+
+def _exact_floats(source: str, scripts: Mapping[str, str]) -> str:
+    """`source` with each float literal TVM printed written as the exact value it holds.
+
+    TVM's C code generator prints a float constant with `std::scientific` at the stream's
+    default precision, 7 significant digits (`3.740179e-02f` for the float32 0.037401788,
+    whose shortest exact decimal needs 8): the C compiler then rounds that text to the
+    neighbouring float, one ulp off, and a requantization scale off by one ulp moves a
+    value sitting near a rounding boundary by one int8 step. TVM's LLVM code generator
+    takes the value itself. So each literal of a kernel (`scripts`: symbol -> the kernel's
+    TVMScript, which prints every constant exactly) becomes a C99 hexadecimal float of the
+    value TVM holds; a literal two different constants of one kernel print alike stays as
+    TVM wrote it."""
+    starts = list(_KERNEL.finditer(source))
+    pieces = [source[: starts[0].start()] if starts else source]
+    for index, match in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(source)
+        values: dict[str, set[float]] = {}
+        for bits, text in _SCRIPT_FLOAT.findall(scripts.get(match[1], "")):
+            value = float(text)
+            if bits != "64":  # the float32 (float16) nearest the double TVM holds
+                (value,) = struct.unpack(_PACK[bits], struct.pack(_PACK[bits], value))
+            values.setdefault(f"{float(text):e}{'' if bits == '64' else 'f'}", set()).add(value)
+
+        def exact(literal: re.Match[str], values: dict[str, set[float]] = values) -> str:
+            found = values.get(literal[0], set())
+            return next(iter(found)).hex() + literal[2] if len(found) == 1 else literal[0]
+
+        pieces.append(_C_FLOAT.sub(exact, source[match.start() : end]))
+    return "".join(pieces)
 
 
 def _tvm_plan_bytes(relax: Any, lowered: Any) -> int:
@@ -523,6 +581,7 @@ class _Walker:
         self.source = source
         self.views: dict[Any, TensorView] = {}  # Relax var -> the view it names
         self.inputs: list[TensorView] = []
+        self.input_names: list[str] = []
         self.outputs: list[TensorView] = []
         self.scopes: dict[str, str] = {}
         self.touched: dict[str, list[int]] = {}
@@ -540,6 +599,7 @@ class _Walker:
             view = TensorView(self._name(param.name), "input", dtype, shape)
             self.views[param] = view
             self.inputs.append(view)
+            self.input_names.append(str(param.name))
         for block in main.body.blocks:
             for binding in block.bindings:
                 self._binding(binding)
