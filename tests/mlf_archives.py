@@ -9,6 +9,10 @@ default inputs the demo fills in (0.5, 0.75, 1.0, 1.25) it prints 1.414214, 1.58
 - `v5_archive`: TVM 0.9's layout; operators take their workspace through
   `TVMBackendAllocWorkspace` (16 bytes in the main function, 16 in the operator), and
   `workspace_size_bytes` declares their sum (or `workspace` bytes, to test a short one).
+- `v5_run_model_members`: the shape of a real archive of TVM 0.9.dev (`tvmc compile
+  --output-format mlf`, December 2021): one C file, whose `tvmgen_default_run_model`
+  takes the input and output as `void*`, and no `tvmgen_default_run`, which the C
+  interface header declares all the same.
 - `v7_archive`: TVM 0.15's layout with USMP: the run function takes
   `struct tvmgen_default_workspace_pools`, a workspace pool (`workspace_pool`, 32 bytes)
   and a constant pool (`constant_pool`, the scale factors) whose bytes the C interface
@@ -363,6 +367,23 @@ def v5_members(workspace: int = 32) -> dict[str, bytes | str]:
         "./metadata.json": json.dumps(metadata_v5(workspace), indent=2, sort_keys=True),
         "./codegen/host/src/default_lib0.c": _LIB0_V5,
         "./codegen/host/src/default_lib1.c": _LIB1_V5,
+        "./codegen/host/include/tvmgen_default.h": _HEADER_V5,
+        "./parameters/default.params": b"\x00" * 32,
+        "./src/relay.txt": _RELAY,
+    }
+
+
+def v5_run_model_members() -> dict[str, bytes | str]:
+    metadata = metadata_v5()
+    metadata["target"] = {"1": "c -keys=cpu -link-params=0 -mcpu=cortex-m55 -system-lib=0"}
+    code = _LIB1_V5.replace(
+        "TVM_DLL int32_t tvmgen_default___tvm_main__(float* x_buffer_var, "
+        "float* output_buffer_var)",
+        "TVM_DLL int32_t tvmgen_default_run_model(void* x_buffer_var, void* output_buffer_var)",
+    )
+    return {
+        "./metadata.json": json.dumps(metadata, indent=2, sort_keys=True),
+        "./codegen/host/src/default_lib0.c": code,
         "./codegen/host/include/tvmgen_default.h": _HEADER_V5,
         "./parameters/default.params": b"\x00" * 32,
         "./src/relay.txt": _RELAY,

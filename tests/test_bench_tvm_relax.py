@@ -21,7 +21,10 @@ def test_the_storages_alone_are_planned_in_one_pool_against_their_bound() -> Non
 
 def test_the_table_says_where_outputs_differ() -> None:
     row = {"model": "m", "steps": 3, "tvm": 96, "memplace": 64, "bound": 64, "workspace": 0}
-    rows = [{**row, "check": 0, "c": 0, "llvm": 1}, {**row, "check": 1, "c": None, "llvm": None}]
+    rows = [
+        {**row, "check": 0, "fill": 0, "random": 1},
+        {**row, "check": 1, "fill": None, "random": None},
+    ]
     lines = benchmark("tvm_relax").markdown(rows).splitlines()
     assert lines[2] == "| m | 3 | 96 | 64 | 64 | 0 | passed | equal | within 1 (int8 steps) |"
     assert lines[3] == "| m | 3 | 96 | 64 | 64 | 0 | exit 1 | no outputs | no outputs |"

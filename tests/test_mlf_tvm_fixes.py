@@ -1,6 +1,7 @@
 """The Model Library Format path where real archives and TVM's own client broke it: a model
-left out by the default project type, the archive's CRT headers in subfolders, and a run
-function the header declares but the code does not define."""
+left out by the default project type, the archive's CRT headers in subfolders, a run
+function the header declares but the code does not define, and TVM 0.9.dev's archives
+whose code has `tvmgen_default_run_model` only."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from conftest import cli_error, run_cli
 from memplace.build import build
 from memplace.project_api import Client, RemoteError
 from memplace.project_api.handler import make_server
-from mlf_archives import v5_members, write_archive
+from mlf_archives import EXPECTED, printed_outputs, v5_members, v5_run_model_members, write_archive
 
 BOARD = "qemu-mps3-an547"
 DEMO = "aot_standalone_demo"
@@ -87,3 +88,36 @@ def test_a_run_function_declared_but_never_defined_is_refused_at_read_time(
         "tvmgen_default_run_model): the header and the code "
         "come from different builds"
     )
+
+
+@pytest.mark.qemu
+def test_an_archive_with_run_model_only_runs_through_the_run_memplace_defines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As gromero/sine_aot's model.tar (TVM 0.9.dev): the header declares tvmgen_default_run,
+    the code defines tvmgen_default_run_model(void* input, void* output) only; memplace
+    defines the first over the second, as TVM's later archives do themselves."""
+    archive = write_archive(tmp_path / "model.tar", v5_run_model_members())
+    out = tmp_path / "p"
+    code, stdout, err = run_cli(capsys, "check", BOARD, archive, "--out", out)
+    assert code == 0, stdout + err
+    assert [round(v, 6) for v in printed_outputs(stdout)] == [round(v, 6) for v in EXPECTED]
+    backend = (out / "memplace/src/tvm_backend.c").read_text()
+    assert "return tvmgen_default_run_model(inputs->x, outputs->y);" in backend
+    # Archives with the run function get no second one.
+    plain = write_archive(tmp_path / "plain.tar", v5_members())
+    assert run_cli(capsys, "generate", BOARD, plain, "--out", tmp_path / "q")[0] == 0
+    assert "_run_model" not in (tmp_path / "q/memplace/src/tvm_backend.c").read_text()
+
+
+def test_a_run_model_of_other_parameters_is_refused_at_read_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    members = v5_run_model_members()
+    code = str(members["./codegen/host/src/default_lib0.c"])
+    members["./codegen/host/src/default_lib0.c"] = code.replace(
+        "tvmgen_default_run_model(void* x_buffer_var, void* output_buffer_var)",
+        "tvmgen_default_run_model(void* x_buffer_var)",
+    )
+    archive = write_archive(tmp_path / "model.tar", members)
+    assert "(it defines tvmgen_default_run_model)" in cli_error(capsys, "plan", BOARD, archive)

@@ -75,6 +75,7 @@ def tvm_context(model: ModelArchive, crt_include: str | None) -> dict[str, Any]:
             for pool in model.pools
         ],
         "run_parameters": list(model.run_parameters),
+        "run_model": model.run_model,
         "workspace": model.workspace_size,
         "workspace_buffer": WORKSPACE,
         "includes": includes,

@@ -100,6 +100,9 @@ class ModelArchive:
     headers: Mapping[str, str] = field(repr=False)  # archive path -> text, codegen/host/include
     runtime_headers: Mapping[str, str] = field(repr=False)  # path below runtime/include -> text
     archive: bytes = field(default=b"", repr=False)  # the archive file's bytes (b"": a folder)
+    # The parameters of `tvmgen_<model>_run_model` when the archive's code lacks the C
+    # interface's `tvmgen_<model>_run` (TVM 0.8 to 0.9.dev), which memplace then defines.
+    run_model: str | None = None
 
     @property
     def prefix(self) -> str:
@@ -311,9 +314,12 @@ class _Reader:
         }
         prefix = f"tvmgen_{_c_name(model)}"
         header = headers.get(f"codegen/host/include/{prefix}.h", "")
-        self._check_run_defined(header, prefix, sources)
         pools = _pools(header, prefix, self)
         inputs, outputs = self._tensors(main, header, prefix, model)
+        run_parameters = _run_parameters(header, prefix, self)
+        run_model = self._run_model(
+            header, prefix, sources, run_parameters, len(inputs) + len(outputs)
+        )
         workspace = _integer(main.get("workspace_size_bytes", 0), "workspace_size_bytes", self)
         return ModelArchive(
             path=self.path,
@@ -323,20 +329,43 @@ class _Reader:
             inputs=inputs,
             outputs=outputs,
             pools=pools,
-            run_parameters=_run_parameters(header, prefix, self),
+            run_parameters=run_parameters,
+            run_model=run_model,
             sources=sources,
             headers=headers,
             runtime_headers=runtime,
         )
 
-    def _check_run_defined(self, header: str, prefix: str, sources: Mapping[str, str]) -> None:
+    def _run_model(
+        self,
+        header: str,
+        prefix: str,
+        sources: Mapping[str, str],
+        run_parameters: tuple[str, ...],
+        tensors: int,
+    ) -> str | None:
         """The run function the C interface header declares is defined by the C code: an
-        archive whose header and code disagree would only fail at link time."""
+        archive whose header and code disagree would only fail at link time. Except one
+        case: TVM 0.8 to 0.9.dev's `tvmc compile --output-format mlf` left that function out
+        of the archive, whose code defines `<prefix>_run_model` taking the `tensors` inputs
+        and outputs one by one (`void*` each). Then the parameter list of
+        `<prefix>_run_model`, over which memplace defines `<prefix>_run` as TVM's own
+        wrapper does; else None."""
         if not re.search(rf"\b{prefix}_run\s*\(", header):
-            return
+            return None
         defined = re.compile(rf"\b{prefix}_run\s*\([^;{{)]*\)\s*\{{")
         if any(defined.search(text) for text in sources.values()):
-            return
+            return None
+        run_model = re.compile(rf"\bint32_t\s+{prefix}_run_model\s*\(([^;{{)]*)\)\s*\{{")
+        for text in sources.values():
+            match = run_model.search(text)
+            parameters = match[1].split(",") if match is not None else []
+            if (
+                run_parameters == ("inputs", "outputs")
+                and len(parameters) == tensors
+                and all(re.fullmatch(r"\s*void\s*\*\s*\w+\s*", p) for p in parameters)
+            ):
+                return ", ".join(" ".join(p.split()) for p in parameters)
         found = sorted(
             {
                 name
