@@ -1,6 +1,7 @@
 """Flashing real boards: the exact command lines of pyOCD and OpenOCD, the settings each
-runner takes (refused in one place), the board's default runner, and `memplace flash`
-with the tools replaced by scripts that record what they were given."""
+runner takes (refused in one place), the board's default runner, `memplace flash` with
+the tools replaced by scripts that record what they were given, and a runner added by its
+record alone (in the schema, the board loader, the command's help and `memplace flash`)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ import json
 import re
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from conftest import cli_error, run_cli
-from memplace.board import Board, FlashRun
+from memplace import options, resources
+from memplace.board import Board, FlashRun, load_board
+from memplace.cli import main
 from memplace.codegen import render
 from memplace.errors import InputError
 from memplace.planner import plan
@@ -24,13 +29,18 @@ from memplace.project_api import Client, RemoteError
 from memplace.project_api.handler import make_server
 from memplace.runners import (
     RUNNERS,
+    Capabilities,
     FlashRequest,
-    OpenocdRunner,
-    PyocdRunner,
     QemuRunner,
+    Record,
+    Runner,
     board_flash,
     default_runner,
+    registry,
 )
+from memplace.runners.openocd import OpenocdRunner
+from memplace.runners.pyocd import PyocdRunner
+from memplace.schema import board_schema
 from memplace.workload import Workload
 
 ONE = {"cpu0": Path("build/cpu0.elf")}
@@ -122,12 +132,12 @@ def test_flashing_needs_an_image() -> None:
 
 
 def test_capabilities_are_data() -> None:
-    assert {name: sorted(r.capabilities.settings) for name, r in RUNNERS.items()} == {
+    assert {name: sorted(r.record.capabilities.settings) for name, r in RUNNERS.items()} == {
         "qemu": [],
         "pyocd": ["erase", "frequency", "probe", "target"],
         "openocd": ["config", "frequency", "probe"],
     }
-    assert QemuRunner.capabilities.run and not QemuRunner.capabilities.flash
+    assert QemuRunner.record.capabilities.run and not QemuRunner.record.capabilities.flash
 
 
 @pytest.mark.parametrize(
@@ -407,3 +417,109 @@ def test_the_project_api_flashes_with_the_same_runners(
         api.flash({"runner": "openocd"})
     with pytest.raises(RemoteError, match="board qemu-mps3-an547 runs with pyocd, which has none"):
         api.open_transport()
+
+
+# -- adding a runner: its own module, nothing else -------------------------------------
+
+
+class ToyRunner(Runner):
+    """A runner as a new module under `memplace/runners/` declares one (here in the test
+    only): its record, and the command it flashes with."""
+
+    record = Record(
+        name="toy",
+        tool="toyflash",
+        install="pip install toyflash",
+        capabilities=Capabilities(
+            flash=True,
+            settings=frozenset({"target", "probe"}),
+            needs=frozenset({"target"}),
+        ),
+        usage="`toyflash --chip T IMAGE...`",
+        rank=30,
+    )
+
+    def _flash_argv(self, images: list[str]) -> list[str]:
+        return [self.record.tool, "--chip", str(self.request.target), *images]
+
+
+@pytest.fixture
+def toy() -> Iterator[type[Runner]]:
+    """The toy runner, registered as the registry registers a runner module's."""
+    registry.register(ToyRunner)
+    yield ToyRunner
+    registry.unregister(ToyRunner.name)
+
+
+def _toy_board(tmp_path: Path, flash: str) -> Path:
+    path = tmp_path / "toy-board.yaml"
+    path.write_text(
+        f"memplace: board/v1\nname: toy-board\nextends: stm32h743\nrun:\n  flash: {flash}\n"
+    )
+    return path
+
+
+def test_a_new_runner_is_in_the_command_help(
+    toy: type[Runner], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "program a built project into its board (pyocd or openocd or toy)" in (
+        " ".join(capsys.readouterr().out.split())
+    )
+    with pytest.raises(SystemExit):
+        main(["flash", "--help"])
+    assert "--runner {qemu,pyocd,openocd,toy}" in capsys.readouterr().out
+    assert options.BY_NAME["runner"].choices == ("qemu", "pyocd", "openocd", "toy")
+
+
+def test_a_new_runner_is_in_the_schema(toy: type[Runner]) -> None:
+    schema = board_schema()
+    assert schema["$defs"]["flash"]["properties"]["runner"]["enum"] == ["pyocd", "openocd", "toy"]
+    validator = jsonschema.Draft202012Validator(schema)
+    data = yaml.safe_load(resources.bundled_boards()["stm32h743"].read_text())
+    data["run"]["flash"] = {"runner": "toy", "target": "chip1"}
+    assert list(validator.iter_errors(data)) == []
+    for flash in ({"runner": "toy"}, {"runner": "toy", "target": "chip1", "config": "a.cfg"}):
+        data["run"]["flash"] = flash
+        assert list(validator.iter_errors(data)) != [], flash
+
+
+def test_a_new_runner_is_checked_by_the_board_loader(toy: type[Runner], tmp_path: Path) -> None:
+    board = load_board(_toy_board(tmp_path, "{runner: toy, target: chip1}"))
+    assert board.run.flash == FlashRun("toy", target="chip1")
+    assert default_runner(board) == "toy"
+    path = _toy_board(tmp_path, "{runner: toy, config: a.cfg}")
+    with pytest.raises(InputError) as caught:
+        load_board(path)
+    assert (
+        str(caught.value)
+        == f"{path}:5:24: run.flash.config: runner toy takes `target`, not `config`"
+    )
+
+
+def test_without_its_record_a_runner_is_refused(tmp_path: Path) -> None:
+    path = _toy_board(tmp_path, "{runner: toy, target: chip1}")
+    with pytest.raises(InputError, match="'toy' is not allowed"):
+        load_board(path)
+
+
+def test_a_new_runner_flashes_and_says_how_to_install_its_tool(
+    toy: type[Runner],
+    project: Callable[..., Path],
+    tools: Callable[[str, int], Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = project({"flash": {"runner": "toy", "target": "chip1"}})
+    code, _, err = run_cli(capsys, "flash", str(folder))
+    assert (code, err.strip()) == (
+        3,
+        "memplace: error: toyflash not found; install it: pip install toyflash",
+    )
+    record = tools("toyflash", 0)
+    assert "runner toy does not take --erase; it takes --probe, --target" in cli_error(
+        capsys, "flash", str(folder), "--erase"
+    )
+    code, out, _ = run_cli(capsys, "flash", str(folder))
+    assert (code, out) == (0, f"flashed {folder} with toy\n")
+    assert record.read_text().splitlines() == ["--chip", "chip1", f"{folder}/build/cpu0.elf"]

@@ -775,7 +775,7 @@ def test_an_exit_whose_parameter_block_is_nowhere_is_the_firmwares_fault(
 def test_a_reply_that_cannot_be_written_becomes_an_internal_error() -> None:
     """The last guard before a reply leaves: whatever a reply holds, a line of JSON goes
     out and the server goes on."""
-    from memplace.project_api.carried import server
+    from memplace.carried import server
 
     line = server._encode({"jsonrpc": "2.0", "id": float("inf"), "result": None})
     reply = json.loads(line)

@@ -20,16 +20,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "plugin" / "memplace"
 MODEL = {"board", "workload", "scopes", "hints", "source", "names", "errors", "layout"}
 MODEL |= {"resources", "declarations", "files"}
 # Modules of higher stages that only declare data the model reads (standard library only):
-# what each runner does, and the RTOS registry (its names are its modules' names; an RTOS's
-# own module builds on the verifier and loads only when `memplace stacks` or `verify` asks).
-DECLARATIONS = {"memplace.runners.capabilities", "memplace.rtos"}
+# the runners' registry, which finds the runner modules at run time (each keeps its module
+# level to its class and record: `test_loading_a_board_loads_no_stage_above_the_model`),
+# and the RTOS registry (its names are its modules' names; an RTOS's own module builds on
+# the verifier and loads only when `memplace stacks` or `verify` asks).
+DECLARATIONS = {"memplace.runners.registry", "memplace.rtos"}
 # What a generated project carries and runs with no memplace installed (its own Project API
 # server, build and process wrapper): standard library only, so any stage may build on it.
-CARRIED = "memplace.project_api.carried"
+CARRIED = "memplace.carried"
 # The pure core: data in, data out; nothing here starts a process.
 PURE = MODEL | {"importers", "planner", "codegen", "explain", "schema"}
 # Modules that start processes, or hold what does.
-PROCESSES = {"process", "build", "runners", "project_api", "workflow", "tflm", "cli"}
+PROCESSES = {"process", "qemu", "build", "runners", "project_api", "workflow", "tflm", "cli"}
 
 
 def _modules() -> dict[str, Path]:
@@ -168,33 +170,37 @@ def test_declarations_import_nothing_of_memplace() -> None:
 
 def test_what_a_project_carries_imports_only_itself() -> None:
     carried = {module for module in MODULES if _stage(module) == "carried"}
-    assert "memplace.project_api.carried.server" in carried
-    allowed = carried | {"memplace", "memplace.project_api"}
+    assert "memplace.carried.server" in carried
+    allowed = carried | {"memplace"}
     assert [f"{m} -> {t}" for m in sorted(carried) for t in sorted(GRAPH[m] - allowed)] == []
 
 
 def test_below_the_project_api_only_what_a_project_carries_is_used() -> None:
     """The build, the process wrapper and the options build on the carried modules, never on
     the server side of the Project API (its handler, client and workflow)."""
-    below = {"process", "build", "options", "codegen", "verify", "runners"}
+    below = {"process", "qemu", "build", "options", "codegen", "verify", "runners"}
     assert _edges(below, {"project_api"}) == []
 
 
 def test_loading_a_board_loads_no_stage_above_the_model() -> None:
+    """A board flashed by a runner (`stm32h743`) is checked against the runner's record,
+    read from its module; nothing that runs a tool is loaded."""
     code = (
-        "import memplace.board, sys; memplace.board.load_board('qemu-mps3-an547'); "
+        "import memplace.board, sys; memplace.board.load_board('stm32h743'); "
         "print(sorted(m for m in sys.modules if m.startswith('memplace') or m == 'jinja2'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = {_stage(module) for module in ast.literal_eval(out.stdout) if module in MODULES}
-    assert "jinja2" not in out.stdout
-    assert loaded <= MODEL | {"memplace", "runners", "declarations"}
-    assert [m for m in ast.literal_eval(out.stdout) if m.startswith("memplace.runners.")] == [
-        "memplace.runners.capabilities"
-    ]
-    assert [m for m in ast.literal_eval(out.stdout) if m.startswith("memplace.rtos")] == [
-        "memplace.rtos"
-    ]
+    names = set(ast.literal_eval(out.stdout))
+    assert "jinja2" not in names
+    assert {_stage(module) for module in names if module in MODULES} <= MODEL | {
+        "memplace",
+        "runners",
+        "qemu",
+        "declarations",
+    }
+    assert {"memplace.runners.registry", "memplace.runners.pyocd"} <= names
+    assert not {"memplace.process", "memplace.carried.processes"} & names
+    assert [m for m in sorted(names) if m.startswith("memplace.rtos")] == ["memplace.rtos"]
 
 
 @pytest.mark.parametrize(

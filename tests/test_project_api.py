@@ -21,6 +21,8 @@ import pytest
 
 from memplace import options as project_options
 from memplace.board import Board
+from memplace.carried import server as protocol
+from memplace.carried.server import MAX_READ, MAX_TIMEOUT, error_from_json
 from memplace.cli import main
 from memplace.project_api import (
     Client,
@@ -35,8 +37,6 @@ from memplace.project_api import (
     TransportClosedError,
     UnsupportedTVMVersionError,
 )
-from memplace.project_api.carried import server as protocol
-from memplace.project_api.carried.server import MAX_READ, MAX_TIMEOUT, error_from_json
 from memplace.project_api.handler import MemplaceHandler, describe, make_server
 from memplace.resources import demo_workload
 from memplace.scopes import valid_scopes

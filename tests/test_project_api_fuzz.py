@@ -20,9 +20,9 @@ from conftest import PATIENCE
 from memplace import options as project_options
 from memplace import process
 from memplace.board import load_board
+from memplace.carried.server import MAX_READ, MAX_TIMEOUT, METHODS
+from memplace.carried.transport import ConsoleTransport
 from memplace.project_api import Server
-from memplace.project_api.carried.server import MAX_READ, MAX_TIMEOUT, METHODS
-from memplace.project_api.carried.transport import ConsoleTransport
 from memplace.project_api.handler import MemplaceHandler, describe, make_server
 
 CODES = {-32700, -32600, -32601, -32602, -32000}

@@ -15,14 +15,12 @@ import pytest
 
 from conftest import PATIENCE
 from memplace import process
+from memplace.carried.server import MAX_READ
+from memplace.carried.transport import ConsoleTransport
 from memplace.errors import ToolError
 from memplace.project_api import IoTimeoutError, TransportClosedError
-from memplace.project_api.carried.server import MAX_READ
-from memplace.project_api.carried.transport import ConsoleTransport
 
-PROTOCOL = (
-    Path(__file__).resolve().parent.parent / "plugin" / "memplace" / "project_api" / "carried"
-)
+PROTOCOL = Path(__file__).resolve().parent.parent / "plugin" / "memplace" / "carried"
 
 
 @pytest.fixture

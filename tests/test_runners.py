@@ -1,19 +1,65 @@
-"""Runners and the process wrapper: exact command lines, missing tools, timeouts."""
+"""Runners and the process wrapper: the registry of runner records, exact command lines,
+missing tools, timeouts."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import PATIENCE, ended, wait_until
-from memplace import process
+from memplace import process, qemu
 from memplace.errors import InputError, ToolError
-from memplace.runners import QemuRunner
+from memplace.runners import RUNNERS, FlashRequest, QemuRunner, registry
 from memplace.verify.runlog import parse_run
+
+REPO = Path(__file__).resolve().parents[1]
+RUNNER_MODULES = REPO / "plugin" / "memplace" / "runners"
+
+
+# -- the registry: one record per runner, in the runner's own module ----------------------
+
+
+def test_every_runner_module_is_found_by_its_record() -> None:
+    modules = {path.stem for path in RUNNER_MODULES.glob("*.py")} - {"__init__", "base", "registry"}
+    assert {runner.__module__.rpartition(".")[2] for runner in RUNNERS.values()} == modules
+    assert list(RUNNERS) == ["qemu", "pyocd", "openocd"]  # in rising rank
+    assert registry.flash_runners() == ("pyocd", "openocd")
+    assert all(name == runner.name == runner.record.name for name, runner in RUNNERS.items())
+
+
+def test_records_name_only_settings_a_flashing_can_be_given() -> None:
+    assert tuple(field.name for field in fields(FlashRequest)) == registry.SETTINGS
+    assert set(registry.BOARD_SETTINGS) <= set(registry.SETTINGS)
+    for record in registry.records().values():
+        caps = record.capabilities
+        assert caps.needs <= caps.settings <= set(registry.SETTINGS), record.name
+        assert caps.run or caps.flash, record.name
+
+
+def test_the_docs_table_of_runners_is_the_registrys() -> None:
+    text = (REPO / "docs" / "project-api.md").read_text(encoding="utf-8")
+    assert registry.markdown_table() in text, (
+        "docs/project-api.md is out of date: paste the output of\n"
+        "  .venv/bin/python -c 'from memplace.runners.registry import markdown_table as t; "
+        'print(t(), end="")\''
+    )
+
+
+def test_a_runners_install_hint_is_its_records() -> None:
+    assert registry.install_hints() == {
+        "qemu-system-arm": "apt-get install qemu-system-arm",
+        "pyocd": "pip install pyocd",
+        "openocd": "apt-get install openocd",
+    }
+    assert QemuRunner.record.tool == qemu.EXECUTABLE
+
+
+# -- QEMU: one launcher, one command line ---------------------------------------------------
 
 
 def test_qemu_command_line() -> None:
@@ -44,13 +90,18 @@ def test_qemu_needs_an_image() -> None:
         QemuRunner("mps3-an547").command({})
 
 
-def test_missing_tool_is_exit_3_with_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_qemu_is_exit_3_with_its_records_install_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     with pytest.raises(ToolError) as caught:
-        process.find_tool("qemu-system-arm")
+        QemuRunner("mps3-an547").run({"cpu0": Path("build/cpu0.elf")}, timeout=5)
     assert caught.value.exit_code == 3
-    assert "install it: apt-get install qemu-system-arm" in str(caught.value)
+    assert str(caught.value) == (
+        "qemu-system-arm not found; install it: " + QemuRunner.record.install
+    )
+    assert QemuRunner.record.install == "apt-get install qemu-system-arm"
 
 
 def test_running_a_missing_program() -> None:
@@ -107,3 +158,34 @@ def test_run_log_names_worker_thread_stacks_as_the_plan_does() -> None:
         0,
     )
     assert log.stacks == {"main": 700, "main.thread0": 316, "main.thread12": 8}
+
+
+def test_qemu_started_paused_under_its_gdbstub() -> None:
+    """What `memplace stacks --run` starts: the same machine and semihosting as `run`, the
+    UART on stdio, QMP and the gdbstub on sockets in its folder, paused, and the fill
+    patterns loaded at their addresses before the CPU starts."""
+    folder = Path("/tmp/memplace-run-x")
+    argv = qemu.command(
+        "mps2-an385", ["fw.elf"], "stdio", folder, [(str(folder / "load0.bin"), 0x20000000)]
+    )
+    assert argv == [
+        "qemu-system-arm",
+        "-M",
+        "mps2-an385",
+        "-nographic",
+        "-monitor",
+        "none",
+        "-serial",
+        "stdio",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-kernel",
+        "fw.elf",
+        "-qmp",
+        "unix:/tmp/memplace-run-x/qmp.sock,server=on,wait=off",
+        "-gdb",
+        "unix:/tmp/memplace-run-x/gdb.sock,server=on,wait=off",
+        "-S",
+        "-device",
+        "loader,file=/tmp/memplace-run-x/load0.bin,addr=0x20000000",
+    ]

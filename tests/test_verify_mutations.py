@@ -130,7 +130,7 @@ def test_junit_and_sarif_carry_the_findings(
 def test_verify_needs_objdump(
     built_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("memplace.project_api.carried.processes.shutil.which", lambda name: None)
+    monkeypatch.setattr("memplace.carried.processes.shutil.which", lambda name: None)
     assert main(["verify", str(built_demo)]) == 3
     err = capsys.readouterr().err
     assert (

@@ -1,6 +1,6 @@
 """Configuring and building a generated project with CMake and Ninja.
 
-The steps are `memplace.project_api.carried.build`, the standard-library routine a
+The steps are `memplace.carried.build`, the standard-library routine a
 generated project's own server runs too; this holds the folder for the build and adds
 memplace's install hints and error class."""
 
@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memplace import process
+from memplace.carried import build as steps
+from memplace.carried.build import BuildSettings
 from memplace.errors import InputError
 from memplace.project import locked
-from memplace.project_api.carried import build as steps
-from memplace.project_api.carried.build import BuildSettings
 
 __all__ = ["BuildSettings", "build"]
 

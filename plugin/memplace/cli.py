@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from memplace import completion, options, resources, rtos
 from memplace.board import Board, load_board, memory_map_data, memory_map_text
+from memplace.carried.server import TERMINATING
 from memplace.errors import CheckFailed, InputError, MemplaceError, SearchStopped, ToolError
 from memplace.files import CONSOLE_HEADER, Output, claim, write_output
 from memplace.importers import Importer, importer_for, importers, load_workload
 from memplace.importers.registry import formats_text, frontends
 from memplace.layout import DEFAULT_TIMEOUT, run_record
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
-from memplace.project_api.carried.server import TERMINATING
+from memplace.runners import registry
 from memplace.schema import SCHEMAS
 from memplace.workload import Workload
 
@@ -454,8 +455,9 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_timeout(check_cmd)
     check_cmd.set_defaults(handler=_check, outputs=_REPORTS)
 
+    flashing = " or ".join(registry.flash_runners())  # each runner's own record says
     flash_cmd = commands.add_parser(
-        "flash", help="program a built project into its board (pyOCD or OpenOCD)"
+        "flash", help=f"program a built project into its board ({flashing})"
     )
     flash_cmd.add_argument("dir", type=Path, metavar="DIR")
     options.add_arguments(flash_cmd, *options.accepted_by("flash"))

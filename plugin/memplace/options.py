@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memplace.carried.server import ProjectOption
 from memplace.layout import POOL_STORAGE, PROJECT_TYPE_NAMES
 from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM
-from memplace.project_api.carried.server import ProjectOption
-from memplace.runners import RUNNERS
+from memplace.runners import registry
 
 _GENERATE = ("generate_project",)
 _FLASH = ("flash",)
@@ -25,7 +25,7 @@ _BUILD = ("generate_project", "build")  # TVM sends them to both; the build read
 # memplace's firmware does not carry: generate_project refuses it, saying so.
 TVM_PROJECT_TYPES = ("aot_standalone_demo", "host_driven")
 
-OPTIONS: tuple[ProjectOption, ...] = (
+_DECLARED: tuple[ProjectOption, ...] = (
     ProjectOption(
         "board",
         "str",
@@ -102,7 +102,7 @@ OPTIONS: tuple[ProjectOption, ...] = (
         "str",
         "what flashes or runs the project; default: the board's run.flash runner, "
         "else qemu for a board that runs under QEMU",
-        choices=tuple(RUNNERS),
+        choices=(),  # the runners' names, filled in by `declared`
         optional=("flash", "open_transport"),
     ),
     ProjectOption(
@@ -133,7 +133,29 @@ OPTIONS: tuple[ProjectOption, ...] = (
     ),
 )
 
-BY_NAME: dict[str, ProjectOption] = {option.name: option for option in OPTIONS}
+
+def declared() -> tuple[ProjectOption, ...]:
+    """The options, the runners' names as `runner`'s choices (`runners.registry`)."""
+    runners = tuple(registry.runners())
+    return tuple(
+        replace(option, choices=runners) if option.name == "runner" else option
+        for option in _DECLARED
+    )
+
+
+def __getattr__(name: str) -> Any:
+    # `OPTIONS` and `BY_NAME` are made when asked, so they name every runner registered.
+    if name == "OPTIONS":
+        return declared()
+    if name == "BY_NAME":
+        return {option.name: option for option in declared()}
+    raise AttributeError(f"module 'memplace.options' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    OPTIONS: tuple[ProjectOption, ...]
+    BY_NAME: dict[str, ProjectOption]
+
 # TVM's common options that set how the Project API builds (`carried.build.settings_from`);
 # the command line has no flags for them.
 BUILD_SETTINGS = ("verbose", "warning_as_error", "compile_definitions", "cmsis_path")
@@ -141,7 +163,7 @@ BUILD_SETTINGS = ("verbose", "warning_as_error", "compile_definitions", "cmsis_p
 
 def accepted_by(method: str) -> list[str]:
     """The names of the options `method` requires or accepts, in declaration order."""
-    return [option.name for option in OPTIONS if option.accepted_by(method)]
+    return [option.name for option in declared() if option.accepted_by(method)]
 
 
 def with_defaults(**defaults: Any) -> tuple[ProjectOption, ...]:
@@ -149,7 +171,7 @@ def with_defaults(**defaults: Any) -> tuple[ProjectOption, ...]:
     option given a default is no longer required: TVM's tools insist on required ones."""
     return tuple(
         _defaulted(option, defaults[option.name]) if option.name in defaults else option
-        for option in OPTIONS
+        for option in declared()
     )
 
 
@@ -166,8 +188,9 @@ def flag(name: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser, *names: str) -> None:
     """A command-line flag for each named option; its value lands in `args.<name>`."""
+    by_name = {option.name: option for option in declared()}
     for name in names:
-        option = BY_NAME[name]
+        option = by_name[name]
         if option.type == "bool":
             parser.add_argument(
                 flag(name),
@@ -205,7 +228,7 @@ def markdown_table() -> str:
         "| option | type | default | choices | required by | accepted by | help |",
         "|---|---|---|---|---|---|---|",
     ]
-    for option in OPTIONS:
+    for option in declared():
         cells = [
             f"`{option.name}`",
             option.type,

@@ -1,9 +1,10 @@
 """The one way memplace runs another program: an argv list, logged, with a timeout, and
 killed with all its children when it overruns or memplace is interrupted.
 
-The mechanics are `memplace.project_api.carried.processes`, the standard-library module a
-generated project's own server carries too; this adds the install hints and memplace's
-error class (exit code 3)."""
+The mechanics are `memplace.carried.processes`, the standard-library module a
+generated project's own server carries too; this adds the install hints of the build's
+tools and memplace's error class (exit code 3). Each runner's tool says how to install it
+in its own record (`memplace.runners`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from memplace.carried import processes
+from memplace.carried.processes import Launched, Running
 from memplace.errors import ToolError
-from memplace.project_api.carried import processes
-from memplace.project_api.carried.processes import Launched, Running
 
 __all__ = [
     "INSTALL_HINTS",
@@ -29,14 +30,12 @@ __all__ = [
     "start",
 ]
 
+# How to install the tools the build and the verifier run.
 INSTALL_HINTS = {
     "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
     "arm-none-eabi-objdump": "apt-get install binutils-arm-none-eabi",
-    "qemu-system-arm": "apt-get install qemu-system-arm",
     "cmake": "pip install cmake (or apt-get install cmake)",
     "ninja": "pip install ninja (or apt-get install ninja-build)",
-    "pyocd": "pip install pyocd",
-    "openocd": "apt-get install openocd",
 }
 
 
@@ -60,11 +59,12 @@ def _hint(program: str) -> str | None:
     return INSTALL_HINTS.get(Path(program).name)
 
 
-def find_tool(name: str) -> str:
+def find_tool(name: str, hint: str | None = None) -> str:
     """The path of tool `name`: beside the running Python first (a virtual environment's
-    bin holds cmake and ninja from PyPI), then on PATH."""
+    bin holds cmake and ninja from PyPI), then on PATH. `hint` says how to install it
+    (default: `INSTALL_HINTS`)."""
     with as_memplace_errors():
-        return processes.find_tool(name, _hint(name))
+        return processes.find_tool(name, hint or _hint(name))
 
 
 def run(

@@ -15,7 +15,7 @@ from typing import Any
 
 from memplace import board, hints, rtos
 from memplace.board import Key
-from memplace.runners.capabilities import flash_runners
+from memplace.runners import registry
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BOARD_ID = "urn:memplace:schema:board:v1"
@@ -338,7 +338,7 @@ def _defs(b: _Builder) -> dict[str, Schema]:
             b.object(
                 board.FLASH_KEYS,
                 {
-                    "runner": {"enum": list(flash_runners())},
+                    "runner": {"enum": list(registry.flash_runners())},
                     "target": {"type": "string"},
                     "frequency": {"type": "integer", "minimum": 1},
                     "config": {
@@ -350,19 +350,28 @@ def _defs(b: _Builder) -> dict[str, Schema]:
                 },
                 "how a real board is programmed",
             ),
-            allOf=[
-                {
-                    "if": {"properties": {"runner": {"const": "pyocd"}}},
-                    "then": {"required": ["target"], "not": {"required": ["config"]}},
-                },
-                {
-                    "if": {"properties": {"runner": {"const": "openocd"}}},
-                    "then": {"required": ["config"], "not": {"required": ["target"]}},
-                },
-            ],
+            allOf=_flash_runner_rules(),
         ),
     }
     return {b.prefix + name: schema for name, schema in defs.items()}
+
+
+def _flash_runner_rules() -> list[Schema]:
+    """Per flash runner, from its record: the settings it needs, and those of a board file
+    it does not take."""
+    rules = []
+    for name, record in registry.records().items():
+        caps = record.capabilities
+        if not caps.flash:
+            continue
+        refused = [
+            {"required": [key]} for key in registry.BOARD_SETTINGS if key not in caps.settings
+        ]
+        then: Schema = {"required": sorted(caps.needs)}
+        if refused:
+            then["not"] = refused[0] if len(refused) == 1 else {"anyOf": refused}
+        rules.append({"if": {"properties": {"runner": {"const": name}}}, "then": then})
+    return rules
 
 
 def board_schema() -> Schema:

@@ -18,6 +18,7 @@ from pathlib import Path
 from memplace.board import Board
 from memplace.board.extends import load_with_extends
 from memplace.build import build
+from memplace.carried.standalone import MODEL_ARCHIVE
 from memplace.codegen import STANDALONE, RenderOptions, render
 from memplace.codegen.context import image_holders, shared_image_memories
 from memplace.errors import InputError, ToolError
@@ -27,9 +28,8 @@ from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
 from memplace.project import Project, locked, write_project
-from memplace.project_api.carried.standalone import MODEL_ARCHIVE
 from memplace.project_api.carry import describer
-from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
+from memplace.runners import FlashRequest, QemuRunner, board_flash, default_runner, registry
 from memplace.source import suggest
 from memplace.verify import Report, RunLog, StackHints, parse_run, verify
 from memplace.verify.elf import POOL_SECTION, STACK_SECTION
@@ -310,16 +310,17 @@ def flash(folder: Path, runner: str | None = None, request: FlashRequest | None 
     if name is None:
         raise InputError(
             f"board {project.board.name} says nothing of how to flash it: add run.flash to "
-            f"the board file, or pass --runner ({', '.join(RUNNERS)})",
+            f"the board file, or pass --runner ({', '.join(registry.runners())})",
             key="--runner",
         )
-    if name not in RUNNERS:
-        raise InputError(f"no runner {name!r}; {suggest(name, RUNNERS)}", key="--runner")
+    runners = registry.runners()
+    if name not in runners:
+        raise InputError(f"no runner {name!r}; {suggest(name, runners)}", key="--runner")
     request = request or FlashRequest()
     settings = board_flash(project.board)
     if settings is not None and settings.runner == name:
         request = request.over(settings)
-    chosen = RUNNERS[name].for_flashing(request)
+    chosen = runners[name].for_flashing(request)
     require_images(project)
     chosen.flash(project.images)
     return name

@@ -80,7 +80,7 @@ from memplace.board.parts import (
 )
 from memplace.hints import read_stack_hints
 from memplace.rtos import names as rtos_names
-from memplace.runners.capabilities import BOARD_SETTINGS, DECLARED, flash_runners
+from memplace.runners import registry
 from memplace.source import Document, Node, is_identifier, name_problem, suggest
 
 # Cores that never have a floating-point unit: only `float_abi: soft` makes sense on them.
@@ -602,12 +602,12 @@ def _irq(node: Node | None, kind: str) -> int | None:
 
 def _flash(node: Node) -> FlashRun:
     node.mapping(key_names(FLASH_KEYS), required=required_keys(FLASH_KEYS))
-    runner = node.child("runner").choice(flash_runners())
-    caps = DECLARED[runner]  # what the runner itself declares it needs and takes
+    runner = node.child("runner").choice(registry.flash_runners())
+    caps = registry.records()[runner].capabilities  # what the runner's own record says
     for needed in sorted(caps.needs):
         if not node.has(needed):
             raise node.error(f"runner {runner} needs `{needed}`")
-    for key in BOARD_SETTINGS:
+    for key in registry.BOARD_SETTINGS:
         if node.has(key) and key not in caps.settings:
             listed = ", ".join(f"`{name}`" for name in sorted(caps.needs))
             raise node.child(key).key_error(f"runner {runner} takes {listed}, not `{key}`")

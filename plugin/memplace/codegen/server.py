@@ -1,6 +1,6 @@
 """The files of the Project API server a generated project carries: the script microTVM
 looks for (`microtvm_api_server.py`), byte copies of the standard-library modules it runs
-on (`memplace/project_api/carried/`, read as plain files, not imported) and
+on (`memplace/carried/`, read as plain files, not imported) and
 `project_api/project.json`, which tells them what memplace knows of the project.
 """
 
@@ -17,7 +17,7 @@ SCRIPT = "microtvm_api_server.py"
 PACKAGE = "project_api"
 DESCRIPTION = f"{PACKAGE}/project.json"
 # Where the carried modules live in memplace: a folder of plain files to copy.
-CARRIED_DIR = Path(__file__).resolve().parent.parent / "project_api" / "carried"
+CARRIED_DIR = Path(__file__).resolve().parent.parent / "carried"
 
 Describe = Callable[[Mapping[str, str]], Mapping[str, Any]]
 """What makes the content of `project.json` from the project's images (by core, relative

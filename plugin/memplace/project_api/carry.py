@@ -14,10 +14,10 @@ from typing import Any
 
 from memplace import options as project_options
 from memplace.board import Board
+from memplace.carried.standalone import DESCRIPTION_VERSION, EMULATOR
 from memplace.errors import InputError
 from memplace.process import INSTALL_HINTS
-from memplace.project_api.carried.standalone import DESCRIPTION_VERSION, EMULATOR
-from memplace.runners import RUNNERS, FlashRequest, QemuRunner, board_flash, default_runner
+from memplace.runners import FlashRequest, QemuRunner, board_flash, default_runner, registry
 from memplace.scopes import valid_scopes
 
 log = logging.getLogger("memplace.project_api")
@@ -48,6 +48,7 @@ def describe_project(board: Board, images: Mapping[str, str]) -> dict[str, Any]:
     project, the booting core first."""
     commands = runner_commands(board, {core: Path(path) for core, path in images.items()})
     tools = {*_BUILD_TOOLS, *(argv[0] for argv in commands.values())}
+    hints = {**INSTALL_HINTS, **registry.install_hints()}
     return {
         "memplace": DESCRIPTION_VERSION,
         "board": board.name,
@@ -59,9 +60,7 @@ def describe_project(board: Board, images: Mapping[str, str]) -> dict[str, Any]:
         "commands": commands,
         "flash_settings": [item.name for item in fields(FlashRequest)],
         "images": dict(images),
-        "install_hints": {
-            name: INSTALL_HINTS[name] for name in sorted(tools & INSTALL_HINTS.keys())
-        },
+        "install_hints": {name: hints[name] for name in sorted(tools & hints.keys())},
     }
 
 
@@ -73,10 +72,11 @@ def runner_commands(board: Board, images: Mapping[str, Path]) -> dict[str, list[
     if board.qemu_machine:
         commands[EMULATOR] = QemuRunner(board.qemu_machine).command(images)
     settings = board_flash(board)
-    if settings is not None and settings.runner in RUNNERS:
+    runners = registry.runners()
+    if settings is not None and settings.runner in runners:
         name = settings.runner
         try:
-            runner = RUNNERS[name].for_flashing(FlashRequest().over(settings))
+            runner = runners[name].for_flashing(FlashRequest().over(settings))
             commands[name] = runner.flash_command(images)
         except InputError as exc:  # `memplace flash` says so when it is asked to flash
             log.debug("no flash command for board %s: %s", board.name, exc)

@@ -21,26 +21,27 @@ from memplace import options as project_options
 from memplace import resources, workflow
 from memplace.board import Board, load_board
 from memplace.build import build
-from memplace.codegen.server import SCRIPT as SERVER_SCRIPT
-from memplace.errors import InputError, MemplaceError
-from memplace.importers import importer_for
-from memplace.project import Project
-from memplace.project_api.archive import unpack_archive
-from memplace.project_api.carried.build import (
+from memplace.carried.build import (
     BuildSettings,
     SettingError,
     save_settings,
     settings_from,
 )
-from memplace.project_api.carried.server import (
+from memplace.carried.server import (
     ProjectOption,
     Server,
     check_options,
     fd_problem,
     serve_on,
 )
-from memplace.project_api.carried.standalone import PLATFORM_NAME, archive_path, host_driven
-from memplace.project_api.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
+from memplace.carried.standalone import PLATFORM_NAME, archive_path, host_driven
+from memplace.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
+from memplace.codegen.server import SCRIPT as SERVER_SCRIPT
+from memplace.errors import InputError, MemplaceError
+from memplace.importers import importer_for, load_workload
+from memplace.importers.mlf import is_mlf
+from memplace.project import Project
+from memplace.project_api.archive import unpack_archive
 from memplace.project_api.carry import board_info
 from memplace.runners import FlashRequest, QemuRunner, default_runner
 

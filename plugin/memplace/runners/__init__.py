@@ -1,7 +1,7 @@
 """Runners: the programs that run or flash a built image, one small module each.
 
-What each runner needs and takes is declared in `capabilities.py` (standard library only,
-read by the board loader too); the runner classes load on first use.
+Each runner module holds its class and the class's record (`registry`); the registry
+finds them, and everything that lists runners asks it. The classes load on first use.
 """
 
 from __future__ import annotations
@@ -12,32 +12,27 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memplace.board import Board, FlashRun
     from memplace.runners.base import FlashRequest, Runner, RunResult
-    from memplace.runners.capabilities import Capabilities
-    from memplace.runners.openocd import OpenocdRunner
-    from memplace.runners.pyocd import PyocdRunner
     from memplace.runners.qemu import QemuRunner
+    from memplace.runners.registry import Capabilities, Record
 
     RUNNERS: dict[str, type[Runner]]
 
 _WHERE = {
-    "Capabilities": "capabilities",
+    "Capabilities": "registry",
+    "Record": "registry",
     "FlashRequest": "base",
     "Runner": "base",
     "RunResult": "base",
-    "OpenocdRunner": "openocd",
-    "PyocdRunner": "pyocd",
     "QemuRunner": "qemu",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name == "RUNNERS":
-        classes = [__getattr__(cls) for cls in ("QemuRunner", "PyocdRunner", "OpenocdRunner")]
-        value: Any = {runner.name: runner for runner in classes}
-    elif name in _WHERE:
-        value = getattr(importlib.import_module(f"memplace.runners.{_WHERE[name]}"), name)
-    else:
+    if name == "RUNNERS":  # asked each time: a runner registered later is in it
+        return importlib.import_module("memplace.runners.registry").runners()
+    if name not in _WHERE:
         raise AttributeError(f"module 'memplace.runners' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"memplace.runners.{_WHERE[name]}"), name)
     globals()[name] = value
     return value
 
@@ -58,9 +53,8 @@ __all__ = [
     "RUNNERS",
     "Capabilities",
     "FlashRequest",
-    "OpenocdRunner",
-    "PyocdRunner",
     "QemuRunner",
+    "Record",
     "RunResult",
     "Runner",
     "board_flash",

@@ -1,17 +1,22 @@
-"""What every runner has in common: its capabilities (declared in `capabilities.py`), and
-the one place that refuses a setting a runner does not take."""
+"""What every runner has in common: its record (`registry.Record`: name, tool, install
+hint, capabilities), and the one place that refuses a setting a runner does not take.
+
+The board loader loads runner modules (through the registry) to read their records, so
+this module level imports only the model's error classes; a tool is run through
+`memplace.process`, loaded by the method that runs it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from memplace import process
-from memplace.board import FlashRun
 from memplace.errors import InputError, ToolError
-from memplace.runners.capabilities import Capabilities
+from memplace.runners.registry import Record
+
+if TYPE_CHECKING:
+    from memplace.board import FlashRun
 
 # How long programming a board may take, in seconds.
 FLASH_TIMEOUT = 300.0
@@ -60,11 +65,14 @@ class FlashRequest:
 
 class Runner:
     """Runs or flashes the images of one project. One subclass per tool, each declaring
-    its `capabilities`; `for_flashing` checks a request against them."""
+    its `record`; `for_flashing` checks a request against its capabilities."""
 
-    name: ClassVar[str] = ""
-    executable: ClassVar[str] = ""
-    capabilities: ClassVar[Capabilities] = Capabilities()
+    record: ClassVar[Record]
+    name: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name = cls.record.name
 
     def __init__(self, request: FlashRequest | None = None) -> None:
         self.request = request or FlashRequest()
@@ -72,7 +80,7 @@ class Runner:
     @classmethod
     def for_flashing(cls, request: FlashRequest) -> Runner:
         """A runner that will flash with `request`, or the reason it cannot."""
-        caps = cls.capabilities
+        caps = cls.record.capabilities
         if not caps.flash:
             why = "; it runs images itself: use `memplace run DIR`" if caps.run else ""
             raise InputError(f"runner {cls.name} does not flash boards{why}", key="--runner")
@@ -113,8 +121,10 @@ class Runner:
 
     def flash(self, images: Mapping[str, Path], timeout: float = FLASH_TIMEOUT) -> str:
         """Program the board; returns what the tool printed."""
+        from memplace import process
+
         argv = self.flash_command(images)
-        argv[0] = process.find_tool(self.executable)
+        argv[0] = process.find_tool(self.record.tool, self.record.install)
         done = process.run(argv, timeout=timeout)
         if done.returncode != 0:
             tail = "\n".join(done.output.rstrip().splitlines()[-20:])

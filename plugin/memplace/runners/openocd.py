@@ -6,22 +6,32 @@ import re
 
 from memplace.errors import InputError
 from memplace.runners.base import Runner
-from memplace.runners.capabilities import DECLARED
+from memplace.runners.registry import Capabilities, Record
 
 # Words Tcl reads as they are; anything else goes inside braces.
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:+=@%-]+")
 
 
 class OpenocdRunner(Runner):
-    name = "openocd"
-    executable = "openocd"
-    capabilities = DECLARED["openocd"]
+    record = Record(
+        name="openocd",
+        tool="openocd",
+        install="apt-get install openocd",
+        capabilities=Capabilities(
+            flash=True,
+            settings=frozenset({"config", "probe", "frequency"}),
+            needs=frozenset({"config"}),
+        ),
+        usage='`openocd -f C... [-c "adapter serial P"] [-c "adapter speed KHZ"] '
+        '-c "program IMAGE verify reset exit"`',
+        rank=20,
+    )
 
     def _flash_argv(self, images: list[str]) -> list[str]:
         """Each image is programmed and verified in turn; the board is reset and OpenOCD
         exits after the last one."""
         request = self.request
-        argv = [self.executable]
+        argv = [self.record.tool]
         for config in request.config:
             argv += ["-f", config]
         if request.probe:
@@ -31,6 +41,9 @@ class OpenocdRunner(Runner):
         *first, last = [_tcl_word(image) for image in images]
         argv += [arg for image in first for arg in ("-c", f"program {image} verify")]
         return [*argv, "-c", f"program {last} verify reset exit"]
+
+
+RUNNER = OpenocdRunner
 
 
 def _tcl_word(text: str) -> str:

@@ -4,18 +4,27 @@
 from __future__ import annotations
 
 from memplace.runners.base import Runner
-from memplace.runners.capabilities import DECLARED
+from memplace.runners.registry import Capabilities, Record
 
 
 class PyocdRunner(Runner):
-    name = "pyocd"
-    executable = "pyocd"
-    capabilities = DECLARED["pyocd"]
+    record = Record(
+        name="pyocd",
+        tool="pyocd",
+        install="pip install pyocd",
+        capabilities=Capabilities(
+            flash=True,
+            settings=frozenset({"target", "probe", "frequency", "erase"}),
+            needs=frozenset({"target"}),
+        ),
+        usage="`pyocd load --target T [--uid P] [--frequency F] [--erase chip] IMAGE...`",
+        rank=10,
+    )
 
     def _flash_argv(self, images: list[str]) -> list[str]:
         """pyOCD places each ELF image at the addresses it was linked for."""
         request = self.request
-        argv = [self.executable, "load", "--target", str(request.target)]
+        argv = [self.record.tool, "load", "--target", str(request.target)]
         if request.probe:
             argv += ["--uid", request.probe]
         if request.frequency:
@@ -23,3 +32,6 @@ class PyocdRunner(Runner):
         if request.erase:
             argv += ["--erase", "chip"]
         return argv + images
+
+
+RUNNER = PyocdRunner

@@ -1,51 +1,37 @@
-"""Running images under QEMU's Cortex-M machines, with semihosting for output and exit."""
+"""Running images under QEMU's Cortex-M machines, with semihosting for output and exit,
+through the one QEMU launcher (`memplace.qemu`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memplace import process
-from memplace.errors import InputError
+from memplace import qemu
 from memplace.runners.base import Runner, RunResult
-from memplace.runners.capabilities import DECLARED
+from memplace.runners.registry import Capabilities, Record
 
-EXECUTABLE = "qemu-system-arm"
+if TYPE_CHECKING:
+    from memplace import process
 
 
 class QemuRunner(Runner):
-    name = "qemu"
-    executable = EXECUTABLE
-    capabilities = DECLARED["qemu"]
+    record = Record(
+        name="qemu",
+        tool=qemu.EXECUTABLE,
+        install=qemu.INSTALL,
+        capabilities=Capabilities(run=True),
+        usage="nothing: `memplace run DIR` runs the images",
+        rank=0,
+    )
 
     def __init__(self, machine: str) -> None:
         super().__init__()
         self.machine = machine
 
     def command(self, images: Mapping[str, Path]) -> list[str]:
-        """The exact argv: the machine at its default memory size (-m must not change),
-        no display, semihosting to QEMU's own stdio, the first image as the kernel."""
-        if not images:
-            raise InputError("no image to run", key="DIR")
-        # Cores that run one image name one file: it is loaded once.
-        first, *rest = dict.fromkeys(images.values())
-        argv = [
-            EXECUTABLE,
-            "-M",
-            self.machine,
-            "-nographic",
-            "-monitor",
-            "none",
-            "-serial",
-            "null",
-            "-semihosting-config",
-            "enable=on,target=native",
-            "-kernel",
-            str(first),
-        ]
-        for image in rest:
-            argv += ["-device", f"loader,file={image}"]
-        return argv
+        """The exact argv (`memplace.qemu.command`): the booting core's image first."""
+        return qemu.command(self.machine, [str(image) for image in images.values()])
 
     def run(
         self,
@@ -53,15 +39,14 @@ class QemuRunner(Runner):
         timeout: float,
         on_line: Callable[[str], None] | None = None,
     ) -> RunResult:
-        argv = self.command(images)
-        argv[0] = process.find_tool(EXECUTABLE)
-        completed = process.run(argv, timeout=timeout, on_line=on_line)
+        images_ = [str(image) for image in images.values()]
+        completed = qemu.run(self.machine, images_, timeout, on_line)
         return RunResult(exit_code=completed.returncode, output=completed.output)
 
     def start(self, images: Mapping[str, Path]) -> process.Running:
         """Start the images and leave them running: the firmware's console is QEMU's stdin
-        (semihosting SYS_READ on ":tt") and its stdout and stderr (semihosting writes;
-        QEMU 7.2 sends SYS_WRITE0 and SYS_WRITEC to stderr, SYS_WRITE on ":tt" to stdout)."""
-        argv = self.command(images)
-        argv[0] = process.find_tool(EXECUTABLE)
-        return process.start(argv)
+        and its stdout and stderr (`memplace.qemu.start`)."""
+        return qemu.start(self.machine, [str(image) for image in images.values()])
+
+
+RUNNER = QemuRunner

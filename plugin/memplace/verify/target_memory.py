@@ -1,4 +1,5 @@
-"""Running firmware under QEMU, unchanged, and reading its memory at the end of the run.
+"""Running firmware under QEMU, unchanged, and reading its memory at the end of the run
+(QEMU launched by `memplace.qemu`, the one launcher `memplace run` uses too).
 
 Before the CPU starts, QEMU's generic loader writes a fill pattern over the areas to watch
 (`-device loader,file=F,addr=A`). The run goes on until the firmware exits or the time is
@@ -16,23 +17,14 @@ over and the run goes on).
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import socket
-import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memplace import process
+from memplace import qemu
 from memplace.errors import InputError, ToolError
-
-QEMU = "qemu-system-arm"
-QMP_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -115,49 +107,20 @@ def run_and_read(
     """Run `elf` on QEMU's `machine` with `paints` applied, until it exits or `timeout`
     seconds pass; then read `areas` ((address, size) each) of its memory. `calls` are the
     addresses of the image's semihosting calls (`semihosting_calls`)."""
-    with tempfile.TemporaryDirectory(prefix="memplace-run-") as scratch:
-        folder = Path(scratch)
-        qmp = folder / "qmp.sock"
-        gdb = folder / "gdb.sock"
-        argv = [
-            process.find_tool(QEMU),
-            "-M",
-            machine,
-            "-nographic",
-            "-monitor",
-            "none",
-            "-serial",
-            "stdio",
-            "-semihosting-config",
-            "enable=on,target=native",
-            "-kernel",
-            str(elf),
-            "-qmp",
-            f"unix:{qmp},server=on,wait=off",
-            "-gdb",
-            f"unix:{gdb},server=on,wait=off",
-            "-S",
-        ]
-        for index, paint in enumerate(paints):
-            pattern = folder / f"paint{index}.bin"
-            pattern.write_bytes(bytes([paint.fill]) * paint.size)
-            argv += ["-device", f"loader,file={pattern},addr=0x{paint.address:x}"]
-        running = process.start(argv)
-        console = _Console(running.stdout)
+    loads = [(paint.address, bytes([paint.fill]) * paint.size) for paint in paints]
+    with qemu.paused(machine, elf, loads) as session:
+        stub = _Stub(session.gdbstub())
         try:
-            stub = _stub(gdb, running, console)
-            try:
-                code = stub.run(calls, time.monotonic() + timeout, late or LatePaints())
-                memory = _read(qmp, folder, areas)
-            except (ToolError, OSError) as exc:
-                raise ToolError(f"QEMU ended the run: {_said(running, console) or exc}") from exc
-            finally:
-                stub.close()
+            code = stub.run(calls, time.monotonic() + timeout, late or LatePaints())
+            memory = session.read(areas)
+        except (ToolError, OSError) as exc:
+            raise ToolError(f"QEMU ended the run: {session.said() or exc}") from exc
         finally:
-            running.stop()
-            console.join()
+            stub.close()
+        session.stop()
+        console = session.console()
     painted = tuple((p.address, p.size) for p in (*paints, *stub.painted))
-    return RunMemory(code, console.text(), memory, painted, tuple(stub.created))
+    return RunMemory(code, console, memory, painted, tuple(stub.created))
 
 
 PAINT_CHUNK = 512
@@ -187,26 +150,6 @@ def semihosting_calls(image: Any) -> list[int]:
     return sorted(set(found))
 
 
-def _stub(path: Path, running: process.Running, console: _Console) -> _Stub:
-    """The gdbstub of a QEMU that just started; QEMU's own words when it ended instead."""
-    deadline = time.monotonic() + QMP_TIMEOUT
-    while not path.exists():
-        if running.poll() is not None or time.monotonic() > deadline:
-            said = _said(running, console)
-            raise ToolError(f"QEMU did not start the firmware: {said or 'no output'}")
-        time.sleep(0.02)
-    return _Stub(path, deadline)
-
-
-def _said(running: process.Running, console: _Console) -> str:
-    """The first line QEMU printed as it ended (its fatal error), once it has ended."""
-    running.stop()
-    console.join()
-    lines = [line.strip() for line in console.text().splitlines() if line.strip()]
-    fatal = [line for line in lines if line.startswith("qemu")]
-    return (fatal or lines[-1:] or [""])[0][:300]
-
-
 @dataclass(frozen=True)
 class _Creation:
     """A dynamic task creation being followed: its record, the stack pointer and return
@@ -222,30 +165,17 @@ class _Creation:
     allocated_sp: int | None = None
 
 
-class _Stub:
-    """Just enough of GDB's remote protocol to run to a semihosting exit, or to a time."""
+class _Stub(qemu.GdbStub):
+    """The gdbstub driven to a semihosting exit, or to a time, following task creations."""
 
-    def __init__(self, path: Path, deadline: float) -> None:
-        self.connection = socket.socket(socket.AF_UNIX)
-        while True:
-            try:
-                self.connection.connect(str(path))
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise ToolError("QEMU's gdbstub did not come up") from None
-                time.sleep(0.02)
-        self.connection.settimeout(QMP_TIMEOUT)
-        self.buffer = b""
+    def __init__(self, stub: qemu.GdbStub) -> None:
+        super().__init__(stub.connection)
         self.painted: list[Paint] = []
         self.created: list[CreatedAtRun] = []
         self.creations: list[_Creation] = []
         self.current: int | None = None
         self.last_call: tuple[int, ...] = ()  # the last creation call's (`repeated`)
         self.placed: set[int] = set()  # the breakpoints placed for them
-
-    def close(self) -> None:
-        self.connection.close()
 
     def run(self, calls: Sequence[int], deadline: float, late: LatePaints) -> int | None:
         """Run until the image exits through semihosting (its exit code) or `deadline`
@@ -256,7 +186,7 @@ class _Stub:
         if late.start is not None and late.at_start:
             stops.add(late.start)
         for address in sorted(stops):
-            self.ask(f"Z0,{address:x},2")
+            self.insert_breakpoint(address)
         while True:
             stop = self.go("c", deadline)
             if stop is None:
@@ -265,7 +195,7 @@ class _Stub:
             if pc == late.start and pc not in creators and pc not in calls:
                 for paint in late.at_start:
                     self.paint(paint)
-                self.ask(f"z0,{pc:x},2")  # once is enough
+                self.remove_breakpoint(pc)  # once is enough
                 continue
             if self.follow(pc, deadline):
                 continue
@@ -347,9 +277,9 @@ class _Stub:
             if address is not None
         }
         for address in sorted(self.placed - wanted):
-            self.ask(f"z0,{address:x},2")
+            self.remove_breakpoint(address)
         for address in sorted(wanted - self.placed):
-            self.ask(f"Z0,{address:x},2")
+            self.insert_breakpoint(address)
         self.placed = wanted
 
     def follow(self, pc: int, deadline: float) -> bool:
@@ -387,9 +317,9 @@ class _Stub:
         return True
 
     def step_over(self, pc: int, deadline: float) -> None:
-        self.ask(f"z0,{pc:x},2")
-        self.go("s", deadline + QMP_TIMEOUT)
-        self.ask(f"Z0,{pc:x},2")
+        self.remove_breakpoint(pc)
+        self.go("s", deadline + qemu.QMP_TIMEOUT)
+        self.insert_breakpoint(pc)
 
     def record(self, kind: str, name_length: int) -> None:
         """The entry, name and depth of the task a creation call is making."""
@@ -424,30 +354,9 @@ class _Stub:
         """Write the paint's fill over its area, a packet at a time."""
         for offset in range(0, paint.size, PAINT_CHUNK):
             size = min(PAINT_CHUNK, paint.size - offset)
-            data = bytes([paint.fill]).hex() * size
-            if self.ask(f"M{paint.address + offset:x},{size:x}:{data}") != "OK":
+            if not self.write(paint.address + offset, bytes([paint.fill]) * size):
                 return  # memory the target does not have: left unpainted, so no mark
         self.painted.append(paint)
-
-    def go(self, command: str, deadline: float) -> str | None:
-        """Resume (`c`) or step (`s`); the stop reply, or None when `deadline` passed first
-        (the machine is then interrupted and stopped)."""
-        self.send(command)
-        while True:
-            self.connection.settimeout(max(0.01, min(0.5, deadline - time.monotonic())))
-            try:
-                return self.receive()
-            except TimeoutError:
-                if time.monotonic() >= deadline:
-                    self.connection.settimeout(QMP_TIMEOUT)
-                    self.connection.sendall(b"\x03")
-                    self.receive()
-                    return None
-
-    def register(self, number: int) -> int:
-        """Core register `number` (r0-r15), from the whole register file (`g`)."""
-        data = self.ask("g")
-        return int.from_bytes(bytes.fromhex(data[number * 8 : number * 8 + 8]), "little")
 
     def memory(self, address: int, size: int) -> bytes:
         """`size` bytes at `address`, which the firmware named: no memory there is its
@@ -460,93 +369,3 @@ class _Stub:
                 key="FIRMWARE.elf",
             )
         return data
-
-    def readable(self, address: int, size: int) -> bytes | None:
-        """`size` bytes at `address`; None when the stub cannot read them (an `E` reply)."""
-        reply = self.ask(f"m{address:x},{size:x}")
-        try:
-            data = bytes.fromhex(reply)
-        except ValueError:
-            return None
-        return data if len(data) == size else None
-
-    def ask(self, command: str) -> str:
-        self.send(command)
-        return self.receive()
-
-    def send(self, command: str) -> None:
-        checksum = sum(command.encode()) % 256
-        self.connection.sendall(f"${command}#{checksum:02x}".encode())
-
-    def receive(self) -> str:
-        """The next packet's data (acknowledged); acks and notifications are skipped."""
-        while True:
-            start = self.buffer.find(b"$")
-            end = self.buffer.find(b"#", start) if start >= 0 else -1
-            if start >= 0 and end >= 0 and len(self.buffer) >= end + 3:
-                data = self.buffer[start + 1 : end].decode("ascii", errors="replace")
-                self.buffer = self.buffer[end + 3 :]
-                self.connection.sendall(b"+")
-                if data.startswith("O") and data != "OK":
-                    continue  # console output the stub forwards
-                return data
-            chunk = self.connection.recv(65536)
-            if not chunk:
-                raise ToolError("QEMU's gdbstub closed the connection")
-            self.buffer += chunk
-
-
-class _Console:
-    """Everything QEMU prints, read as it comes so that the pipe never fills."""
-
-    def __init__(self, fd: int) -> None:
-        self._chunks: list[bytes] = []
-        self._thread = threading.Thread(target=self._drain, args=(fd,), daemon=True)
-        self._thread.start()
-
-    def _drain(self, fd: int) -> None:
-        with contextlib.suppress(OSError):
-            while chunk := os.read(fd, 65536):
-                self._chunks.append(chunk)
-
-    def join(self) -> None:
-        self._thread.join(timeout=5)
-
-    def text(self) -> str:
-        return b"".join(self._chunks).decode("utf-8", errors="replace")
-
-
-def _read(qmp: Path, folder: Path, areas: Sequence[tuple[int, int]]) -> dict[int, bytes]:
-    """Stop the machine and save each area through QMP."""
-    with socket.socket(socket.AF_UNIX) as connection:
-        connection.settimeout(QMP_TIMEOUT)
-        connection.connect(str(qmp))
-        stream = connection.makefile("rwb")
-        stream.readline()  # the greeting
-        _ask(stream, "qmp_capabilities")
-        _ask(stream, "stop")
-        memory = {}
-        for index, (address, size) in enumerate(areas):
-            saved = folder / f"area{index}.bin"
-            _ask(stream, "memsave", val=address, size=size, filename=str(saved))
-            memory[address] = saved.read_bytes()
-        return memory
-
-
-def _ask(stream: Any, command: str, **arguments: Any) -> dict[str, Any]:
-    request: dict[str, Any] = {"execute": command}
-    if arguments:
-        request["arguments"] = arguments
-    stream.write((json.dumps(request) + "\n").encode())
-    stream.flush()
-    deadline = time.monotonic() + QMP_TIMEOUT
-    while time.monotonic() < deadline:
-        line = stream.readline()
-        if not line:
-            break
-        reply: dict[str, Any] = json.loads(line)
-        if "error" in reply:
-            raise ToolError(f"QEMU refused {command}: {reply['error'].get('desc', reply)}")
-        if "return" in reply:
-            return reply
-    raise ToolError(f"QEMU did not answer {command} over QMP")
