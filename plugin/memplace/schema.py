@@ -334,26 +334,24 @@ def _defs(b: _Builder) -> dict[str, Schema]:
         "qemu": b.object(
             board.QEMU_KEYS, {"machine": {"type": "string"}}, "the board runs under QEMU"
         ),
-        "flash": b.rules(
-            b.object(
-                board.FLASH_KEYS,
-                {
-                    "runner": {"enum": list(registry.flash_runners())},
-                    "target": {"type": "string"},
-                    "frequency": {"type": "integer", "minimum": 1},
-                    "config": {
-                        "oneOf": [
-                            {"type": "string"},
-                            {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                        ]
-                    },
-                },
-                "how a real board is programmed",
-            ),
-            allOf=_flash_runner_rules(),
-        ),
+        "flash": b.rules(_flash(b), allOf=_flash_runner_rules()),
     }
     return {b.prefix + name: schema for name, schema in defs.items()}
+
+
+def _flash(b: _Builder) -> Schema:
+    """`run.flash`: a flash runner, one of those the runners' records name."""
+    config = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    return b.object(
+        board.FLASH_KEYS,
+        {
+            "runner": {"enum": list(registry.flash_runners())},
+            "target": {"type": "string"},
+            "frequency": {"type": "integer", "minimum": 1},
+            "config": {"oneOf": [{"type": "string"}, config]},
+        },
+        "how a real board is programmed",
+    )
 
 
 def _flash_runner_rules() -> list[Schema]:

@@ -176,7 +176,7 @@ QEMU_KEYS = (Key("machine", "the QEMU -M machine name", required=True),)
 
 
 FLASH_KEYS = (
-    Key("runner", "the runner that programs the board (`memplace flash --help`)", required=True),
+    Key("runner", "which runner programs the board (`memplace flash --help`)", required=True),
     Key("target", "pyOCD target name (runner pyocd)"),
     Key("config", "OpenOCD config file or files (runner openocd)"),
     Key("frequency", "SWD/JTAG clock in Hz, when the probe's default does not suit the board"),
