@@ -1,8 +1,9 @@
 """No child outlives memplace, however it ends: Ctrl-C, SIGTERM, SIGHUP or SIGKILL.
 
 A project whose image never ends (a reset handler that loops) keeps QEMU running under
-`memplace run`; memplace is then ended each way, and no QEMU may be left running the
-project's image. (`memplace serve` with a transport open: tests/test_project_api_process.py.)
+`memplace run`, and under `memplace stacks --run` (QEMU started paused under its gdbstub,
+by the same launcher); memplace is then ended each way, and no QEMU may be left running
+the project's image. (`memplace serve` with a transport open: tests/test_project_api_process.py.)
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ pytestmark = pytest.mark.qemu
 LOOP = """\
 void reset(void) { for (;;) { __asm volatile("nop"); } }
 __attribute__((section(".vectors"), used)) void (*const vectors[2])(void) = {
-    (void (*)(void))0x20001000, reset};
+    (void (*)(void))0x20010000, reset};
 """
 RUN = [sys.executable, "-m", "memplace.cli", "run"]
+STACKS = [sys.executable, "-m", "memplace.cli", "stacks", "--board", "qemu-mps3-an547", "--run"]
 WORKLOAD = "memplace: workload/v1\nname: endless\nbuffers:\n  - {name: a, size: 64, live: [0, 0]}\n"
 
 
@@ -42,6 +44,7 @@ def endless(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     (tmp_path / "loop.c").write_text(LOOP)
     gcc = process.find_tool("arm-none-eabi-gcc")
     flags = ["-mcpu=cortex-m55", "-mthumb", "-nostdlib", "-Wl,-e,reset"]
+    flags += ["-fstack-usage", "-fcallgraph-info=su"]  # for `memplace stacks`
     layout = ["-Wl,--section-start=.vectors=0", "-Wl,-Ttext=0x100"]
     argv = [
         gcc,
@@ -97,6 +100,25 @@ def test_ending_memplace_run_ends_qemu(endless: Path, ending: signal.Signals) ->
         assert code == 128 + ending
         assert memplace.stderr is not None
         assert f"memplace: ended by {ending.name}" in memplace.stderr.read()
+
+
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_ending_memplace_stacks_run_ends_qemu(endless: Path, ending: signal.Signals) -> None:
+    image = endless / "build" / "cpu0.elf"
+    memplace = subprocess.Popen(
+        [*STACKS, "--timeout", f"{2 * PATIENCE:g}", str(image)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: qemu_running(image), "QEMU started")
+        memplace.send_signal(ending)
+        code = memplace.wait(PATIENCE)
+        wait_until(lambda: not qemu_running(image), "QEMU ended with memplace")
+    finally:
+        memplace.kill()
+        memplace.wait()
+    assert code == (-signal.SIGKILL if ending == signal.SIGKILL else 128 + ending)
 
 
 def running_in(folder: Path, but: int) -> list[int]:

@@ -189,3 +189,15 @@ def test_qemu_started_paused_under_its_gdbstub() -> None:
         "-device",
         "loader,file=/tmp/memplace-run-x/load0.bin,addr=0x20000000",
     ]
+
+
+def test_qemus_command_line_is_built_in_one_place() -> None:
+    """`memplace run`, `check`, `stacks --run` and the Project API's transport all start
+    QEMU through `memplace.qemu`: no other module writes its flags."""
+    package = REPO / "plugin" / "memplace"
+    writers = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if '"-semihosting-config"' in path.read_text(encoding="utf-8")
+    )
+    assert writers == ["qemu.py"]
