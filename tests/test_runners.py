@@ -3,6 +3,7 @@ missing tools, timeouts."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from dataclasses import fields
@@ -39,6 +40,23 @@ def test_records_name_only_settings_a_flashing_can_be_given() -> None:
         caps = record.capabilities
         assert caps.needs <= caps.settings <= set(registry.SETTINGS), record.name
         assert caps.run or caps.flash, record.name
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "message"),
+    [
+        (
+            registry.Capabilities(flash=True, settings=frozenset({"speed"})),
+            re.escape("runner x: no setting ['speed']"),
+        ),
+        (registry.Capabilities(flash=True, needs=frozenset({"target"})), "needs settings it does"),
+    ],
+)
+def test_a_record_naming_a_setting_no_flashing_has_is_refused(
+    capabilities: registry.Capabilities, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        registry.Record("x", "x", "pip install x", capabilities, "`x`", 99)
 
 
 def test_the_docs_table_of_runners_is_the_registrys() -> None:

@@ -72,7 +72,8 @@ class Runner:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.name = cls.record.name
+        if "record" in cls.__dict__:
+            cls.name = cls.record.name
 
     def __init__(self, request: FlashRequest | None = None) -> None:
         self.request = request or FlashRequest()

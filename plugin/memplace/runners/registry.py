@@ -58,6 +58,15 @@ class Record:
     usage: str
     rank: int
 
+    def __post_init__(self) -> None:
+        # Said to whoever writes a runner, when its module is first loaded.
+        caps = self.capabilities
+        unknown = sorted(caps.settings - set(SETTINGS))
+        if unknown:
+            raise ValueError(f"runner {self.name}: no setting {unknown}; settings: {SETTINGS}")
+        if not caps.needs <= caps.settings:
+            raise ValueError(f"runner {self.name}: it needs settings it does not take")
+
 
 # Modules of the package that are not runners.
 _NOT_RUNNERS = frozenset({"base", "registry"})
@@ -74,8 +83,11 @@ def runners() -> dict[str, type[Runner]]:
             if module.name not in _NOT_RUNNERS:
                 loaded = importlib.import_module(f"{__package__}.{module.name}")
                 runner = getattr(loaded, "RUNNER", None)
-                if runner is not None:
-                    _found.setdefault(runner.record.name, runner)
+                if runner is None:
+                    continue
+                if runner.record.name in _found:
+                    raise ValueError(f"two runner modules name runner {runner.record.name}")
+                _found[runner.record.name] = runner
     return dict(sorted(_found.items(), key=lambda item: (item[1].record.rank, item[0])))
 
 
