@@ -19,6 +19,7 @@ from memplace.carried.server import MAX_READ
 from memplace.carried.transport import ConsoleTransport
 from memplace.errors import ToolError
 from memplace.project_api import IoTimeoutError, TransportClosedError
+from memplace.runners import QemuRunner
 
 PROTOCOL = Path(__file__).resolve().parent.parent / "plugin" / "memplace" / "carried"
 
@@ -94,9 +95,16 @@ def test_a_closed_transport_refuses_reads_and_writes(transports: list[ConsoleTra
     assert cat.close() == -9  # twice is fine
 
 
-def test_starting_a_missing_program_says_how_to_install_it() -> None:
-    with pytest.raises(ToolError, match="pyocd not found; install it: pip install pyocd"):
-        process.start(["pyocd", "load"])
+def test_starting_a_missing_program_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with pytest.raises(ToolError, match="cmake not found; install it: pip install cmake"):
+        process.start(["cmake", "--version"])
+    # The transport's QEMU, started as `open_transport` starts it: its record's install hint.
+    with pytest.raises(ToolError, match="qemu-system-arm not found; install it: apt-get install"):
+        QemuRunner("mps3-an547").start({"cpu0": Path("build/cpu0.elf")})
 
 
 def test_a_read_takes_at_most_a_pipe_full_whatever_n_says(
