@@ -616,7 +616,7 @@ RULES: list[tuple[str, Change, str]] = [
     (
         "pyocd with a config",
         _set("run.flash", {"runner": "pyocd", "target": "x", "config": "y.cfg"}),
-        r"run.flash.config: runner pyocd takes `target`, not `config`",
+        r"run.flash.config: runner pyocd takes `target`, `frequency`, not `config`",
     ),
     (
         "openocd without config",

@@ -609,7 +609,8 @@ def _flash(node: Node) -> FlashRun:
             raise node.error(f"runner {runner} needs `{needed}`")
     for key in registry.BOARD_SETTINGS:
         if node.has(key) and key not in caps.settings:
-            listed = ", ".join(f"`{name}`" for name in sorted(caps.needs))
+            taken = [name for name in registry.BOARD_SETTINGS if name in caps.settings]
+            listed = ", ".join(f"`{name}`" for name in taken)
             raise node.child(key).key_error(f"runner {runner} takes {listed}, not `{key}`")
     frequency = node.child("frequency").integer(minimum=1) if node.has("frequency") else None
     target = node.child("target").string() if node.has("target") else None
