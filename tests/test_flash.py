@@ -469,7 +469,9 @@ def test_a_new_runner_is_in_the_command_help(
     )
     with pytest.raises(SystemExit):
         main(["flash", "--help"])
-    assert "--runner {qemu,pyocd,openocd,toy}" in capsys.readouterr().out
+    help_text = capsys.readouterr().out
+    assert "--runner {qemu,pyocd,openocd,toy}" in help_text
+    assert "toy takes --target, --probe and needs --target." in " ".join(help_text.split())
     assert options.BY_NAME["runner"].choices == ("qemu", "pyocd", "openocd", "toy")
 
 

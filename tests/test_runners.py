@@ -219,3 +219,10 @@ def test_qemus_command_line_is_built_in_one_place() -> None:
         if '"-semihosting-config"' in path.read_text(encoding="utf-8")
     )
     assert writers == ["qemu.py"]
+
+
+def test_flash_help_says_what_each_runner_takes_from_its_record() -> None:
+    assert registry.flash_help() == (
+        "Runners: pyocd takes --target, --probe, --frequency, --erase and needs --target; "
+        "openocd takes --config, --probe, --frequency and needs --config."
+    )

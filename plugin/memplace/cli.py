@@ -457,7 +457,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     flashing = " or ".join(registry.flash_runners())  # each runner's own record says
     flash_cmd = commands.add_parser(
-        "flash", help=f"program a built project into its board ({flashing})"
+        "flash",
+        help=f"program a built project into its board ({flashing})",
+        epilog=registry.flash_help(),
     )
     flash_cmd.add_argument("dir", type=Path, metavar="DIR")
     options.add_arguments(flash_cmd, *options.accepted_by("flash"))

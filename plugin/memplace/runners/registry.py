@@ -111,6 +111,18 @@ def flash_runners() -> tuple[str, ...]:
     return tuple(name for name, record in records().items() if record.capabilities.flash)
 
 
+def flash_help() -> str:
+    """What each flash runner takes and needs, as `memplace flash --help` ends."""
+    said = []
+    for name, record in records().items():
+        caps = record.capabilities
+        if caps.flash:
+            takes = ", ".join(_flags(caps.settings))
+            needs = f" and needs {', '.join(_flags(caps.needs))}" if caps.needs else ""
+            said.append(f"{name} takes {takes}{needs}")
+    return "Runners: " + "; ".join(said) + "."
+
+
 def install_hints() -> dict[str, str]:
     """How to install each runner's tool, by the tool's name."""
     return {record.tool: record.install for record in records().values()}
@@ -134,3 +146,7 @@ def markdown_table() -> str:
 
 def _listed(settings: frozenset[str]) -> str:
     return ", ".join(name for name in SETTINGS if name in settings)
+
+
+def _flags(settings: frozenset[str]) -> list[str]:
+    return ["--" + name for name in SETTINGS if name in settings]
