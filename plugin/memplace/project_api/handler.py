@@ -38,8 +38,7 @@ from memplace.carried.standalone import PLATFORM_NAME, archive_path, host_driven
 from memplace.carried.transport import TIMEOUTS, ConsoleTransport, TransportMethods
 from memplace.codegen.server import SCRIPT as SERVER_SCRIPT
 from memplace.errors import InputError, MemplaceError
-from memplace.importers import importer_for, load_workload
-from memplace.importers.mlf import is_mlf
+from memplace.importers import importer_for
 from memplace.project import Project
 from memplace.project_api.archive import unpack_archive
 from memplace.project_api.carry import board_info
