@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 
 from conftest import PATIENCE, cli_error, has_toolchain, run_cli
 from memplace.board import Board, load_board
-from memplace.layout import run_record
+from memplace.project_files import run_record
 
 WORKLOAD = """\
 memplace: workload/v1

@@ -15,12 +15,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memplace import codegen, resources
+from memplace import resources
 from memplace.board import POOL_ALIGN, Board, load_board
 from memplace.cli import main
 from memplace.codegen import RenderOptions, render
+from memplace.codegen.context import ProjectContext
+from memplace.contract import fnv1a
 from memplace.errors import InputError, PlanningError
-from memplace.layout import fnv1a
 from memplace.planner import plan
 from memplace.planner.arena import arenas as plan_arenas
 from memplace.planner.arena import reservation
@@ -45,6 +46,7 @@ def test_the_project_layout(files: dict[str, str]) -> None:
         "memplace.json",
         "memplace/cpu0/linker.ld",
         "memplace/cpu0/startup.c",
+        "memplace/image-map.json",
         "memplace/include/demo_memplace.h",
         "memplace/include/memplace_runtime.h",
         "memplace/src/demo_pools.c",
@@ -133,14 +135,14 @@ def test_templates_refuse_missing_values(
     monkeypatch: pytest.MonkeyPatch, board: Board, demo_workload: Workload
 ) -> None:
     result = plan(board, demo_workload)
-    original = codegen.project_context
+    original = ProjectContext.template_vars
 
-    def without_board(*args: object) -> dict[str, object]:
-        context = original(*args)  # type: ignore[arg-type]
-        del context["board"]
-        return context
+    def without_board(self: ProjectContext) -> dict[str, object]:
+        names = original(self)
+        del names["board"]
+        return names
 
-    monkeypatch.setattr(codegen, "project_context", without_board)
+    monkeypatch.setattr(ProjectContext, "template_vars", without_board)
     with pytest.raises(jinja2.UndefinedError, match="'board' is undefined"):
         render(board, result)
 
@@ -605,16 +607,16 @@ def _released_cores(board: Board, releasers: list[str]) -> Board:
 
 
 def test_the_mailbox_has_room_for_seven_released_cores() -> None:
-    from memplace.codegen.context import mailbox
+    from memplace.imagemap import mailbox
 
     board = load_board("qemu-mps2-an521")
-    assert mailbox(_released_cores(board, ["cpu0"] * 6), {})["slots"] == 8
+    assert mailbox(_released_cores(board, ["cpu0"] * 6), {}).slots == 8
     with pytest.raises(InputError, match="cores: memplace releases at most 7 cores"):
         mailbox(_released_cores(board, ["cpu0"] * 7), {})
 
 
 def test_released_cores_are_released_by_one_core() -> None:
-    from memplace.codegen.context import mailbox
+    from memplace.imagemap import mailbox
 
     board = _released_cores(load_board("qemu-mps2-an521"), ["cpu1"])
     with pytest.raises(InputError, match="cores are released by cpu0, cpu1; memplace's startup"):
@@ -622,7 +624,7 @@ def test_released_cores_are_released_by_one_core() -> None:
 
 
 def test_the_mailbox_needs_a_shared_memory_with_room() -> None:
-    from memplace.codegen.context import mailbox
+    from memplace.imagemap import mailbox
 
     board = load_board("qemu-mps2-an521")
     full = {name: memory.origin for name, memory in board.memories.items()}

@@ -22,7 +22,7 @@ from memplace import resources
 from memplace.board import Board, load_board
 from memplace.build import build
 from memplace.codegen import render
-from memplace.layout import fnv1a
+from memplace.contract import fnv1a
 from memplace.planner import plan
 from memplace.project import write_project
 from memplace.runners import QemuRunner

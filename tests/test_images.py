@@ -19,7 +19,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from conftest import PATIENCE, cli_error, run_cli
 from memplace.board import load_board
-from memplace.layout import BUILD_DIR
+from memplace.project_files import BUILD_DIR
 from memplace.schema import board_schema
 
 REPO = Path(__file__).resolve().parent.parent

@@ -17,7 +17,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "plugin" / "memplace"
 
 # The model: boards, workloads, scopes, stack hints and what they are read with.
-MODEL = {"board", "workload", "scopes", "hints", "source", "names", "errors", "layout"}
+MODEL = {"board", "workload", "scopes", "hints", "source", "names", "errors", "project_files"}
+MODEL |= {"contract"}
 MODEL |= {"resources", "declarations", "files"}
 # Modules of higher stages that only declare data the model reads (standard library only):
 # the runners' registry, which finds the runner modules at run time (each keeps its module
@@ -29,7 +30,7 @@ DECLARATIONS = {"memplace.runners.registry", "memplace.rtos"}
 # server, build and process wrapper): standard library only, so any stage may build on it.
 CARRIED = "memplace.carried"
 # The pure core: data in, data out; nothing here starts a process.
-PURE = MODEL | {"importers", "planner", "codegen", "explain", "schema"}
+PURE = MODEL | {"importers", "planner", "imagemap", "codegen", "explain", "schema"}
 # Modules that start processes, or hold what does.
 PROCESSES = {"process", "qemu", "build", "runners", "project_api", "workflow", "tflm", "cli"}
 
@@ -158,6 +159,26 @@ def test_the_pure_core_starts_no_process() -> None:
     for module, path in MODULES.items():
         if _stage(module) in PURE:
             assert "subprocess" not in path.read_text(encoding="utf-8"), module
+
+
+def test_the_image_map_sits_between_the_planner_and_the_generator() -> None:
+    """The image map reads the board and the plan; the generator, the project and the
+    verifier read it; it reads none of them."""
+    assert "memplace.imagemap" in GRAPH["memplace.codegen"]
+    assert "memplace.imagemap" in GRAPH["memplace.project"]
+    assert _edges({"imagemap"}, {"codegen", "project", "verify", "importers", "tflm"}) == []
+
+
+def test_the_names_of_the_contract_are_read_where_they_are_kept() -> None:
+    """Every module reads the contract's names as `contract.X` (or its functions), never a
+    copy bound at import: then a name changed in `memplace.contract` is changed for all."""
+    copies = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "memplace.contract":
+                copies += [f"{module}: {a.name}" for a in node.names if a.name.isupper()]
+    assert copies == []
 
 
 def test_no_stage_imports_the_cli() -> None:

@@ -25,8 +25,8 @@ from memplace.board import load_board
 from memplace.cli import main
 from memplace.codegen import render
 from memplace.importers import load_workload
-from memplace.layout import USER_CMAKE
 from memplace.planner import plan
+from memplace.project_files import USER_CMAKE
 from memplace.runners import QemuRunner
 from memplace.verify.image import Image
 from mlf_archives import v5_archive

@@ -24,7 +24,6 @@ from memplace.carried.standalone import DESCRIPTION, EMULATOR
 from memplace.cli import main
 from memplace.codegen.server import CARRIED_DIR, PACKAGE, SCRIPT, carried_modules
 from memplace.importers import load_workload
-from memplace.layout import MANIFEST
 from memplace.options import OPTIONS, with_defaults
 from memplace.process import INSTALL_HINTS, find_tool
 from memplace.project_api import (
@@ -35,6 +34,7 @@ from memplace.project_api import (
     TransportClosedError,
 )
 from memplace.project_api.carry import board_info
+from memplace.project_files import MANIFEST
 from memplace.resources import data_dir, demo_workload
 from memplace.runners import QemuRunner
 from test_project_api_process import SMALL_WORKLOAD

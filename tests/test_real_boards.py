@@ -14,9 +14,9 @@ from elftools.elf.sections import ARMAttributesSection, Symbol, SymbolTableSecti
 from memplace import resources, workflow
 from memplace.board import Board, load_board
 from memplace.build import build
-from memplace.layout import BUILD_DIR
 from memplace.planner import plan
 from memplace.project import Project
+from memplace.project_files import BUILD_DIR
 from memplace.verify import verify
 from memplace.workload import Workload
 

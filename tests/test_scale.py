@@ -181,7 +181,7 @@ def test_the_command_line_loads_only_what_a_plan_needs(tmp_path: Path) -> None:
 
 def test_the_project_types_the_command_line_lists_are_the_generators() -> None:
     from memplace.codegen import PROJECT_TYPES
-    from memplace.layout import PROJECT_TYPE_NAMES
+    from memplace.project_files import PROJECT_TYPE_NAMES
 
     assert tuple(PROJECT_TYPES) == PROJECT_TYPE_NAMES
 

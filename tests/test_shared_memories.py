@@ -13,9 +13,9 @@ import pytest
 from conftest import cli_error, run_cli
 from memplace.board import load_board
 from memplace.codegen import render
-from memplace.codegen.context import IMAGE_ALIGN, shared_image_memories
-from memplace.layout import BUILD_DIR
+from memplace.imagemap import IMAGE_ALIGN, shared_image_memories
 from memplace.planner import plan
+from memplace.project_files import BUILD_DIR
 from memplace.scopes import resolve
 from memplace.verify.image import Image
 from memplace.workflow import image_bytes

@@ -24,8 +24,8 @@ from memplace.errors import CheckFailed, InputError, MemplaceError, SearchStoppe
 from memplace.files import CONSOLE_HEADER, Output, claim, write_output
 from memplace.importers import Importer, importer_for, importers, load_workload
 from memplace.importers.registry import formats_text, frontends
-from memplace.layout import DEFAULT_TIMEOUT, run_record
 from memplace.planner import DEFAULT_TIME_LIMIT, plan
+from memplace.project_files import DEFAULT_TIMEOUT, run_record
 from memplace.runners import registry
 from memplace.schema import SCHEMAS
 from memplace.workload import Workload

@@ -13,8 +13,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memplace.carried.server import ProjectOption
-from memplace.layout import POOL_STORAGE, PROJECT_TYPE_NAMES
 from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM
+from memplace.project_files import POOL_STORAGE, PROJECT_TYPE_NAMES
 from memplace.runners import registry
 
 _GENERATE = ("generate_project",)

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from memplace.board import Board
 from memplace.errors import InputError, ToolError
-from memplace.layout import MANIFEST, PROJECT_VERSION, USER_OWNED
+from memplace.imagemap import ImageMap
 from memplace.planner.model import Plan
+from memplace.project_files import IMAGE_MAP, MANIFEST, PROJECT_VERSION, USER_OWNED
 
 # What memplace wrote last time, so that a user's edits can be told apart from ours.
 WRITTEN = ".memplace-written.json"
@@ -181,7 +182,9 @@ def _previously_written(out: Path) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class Project:
-    """A generated project as `memplace.json` describes it."""
+    """A generated project as `memplace.json` describes it, with where its images put
+    their bytes (`image_map`, from IMAGE_MAP; None in a project generated before memplace
+    kept it)."""
 
     folder: Path
     project_type: str
@@ -189,6 +192,7 @@ class Project:
     plan: Plan
     images: Mapping[str, Path]
     checksums: Mapping[str, int]
+    image_map: ImageMap | None = None
 
     @classmethod
     def load(cls, folder: Path) -> Project:
@@ -209,6 +213,7 @@ class Project:
                 plan=Plan.from_json(data["plan"]),
                 images={core: folder / elf for core, elf in data["images"].items()},
                 checksums=data.get("checksums", {}),
+                image_map=_image_map(folder / IMAGE_MAP),
             )
         except (KeyError, TypeError) as exc:
             raise InputError(f"{path} is missing {exc}", key="memplace") from exc
@@ -226,3 +231,16 @@ class Project:
     @property
     def qemu_machine(self) -> str | None:
         return self.board.qemu_machine
+
+
+def _image_map(path: Path) -> ImageMap | None:
+    """The project's image map, if it keeps one."""
+    if not path.is_file():
+        return None
+    try:
+        return ImageMap.from_data(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InputError(
+            f"{path} is not an image map memplace wrote ({exc}); regenerate the project",
+            key="DIR",
+        ) from exc

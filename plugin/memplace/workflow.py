@@ -12,27 +12,27 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
+from memplace import contract
 from memplace.board import Board
 from memplace.board.extends import load_with_extends
 from memplace.build import build
 from memplace.carried.standalone import MODEL_ARCHIVE
 from memplace.codegen import STANDALONE, RenderOptions, render
-from memplace.codegen.context import image_holders, shared_image_memories
 from memplace.errors import InputError, ToolError
+from memplace.imagemap import ImageMap, image_holders, image_map, shared_image_memories
 from memplace.importers import ModelArchive, model_code
-from memplace.layout import DEFAULT_TIMEOUT, build_dir, run_record
 from memplace.names import check_derived
 from memplace.planner import DEFAULT_ALGORITHM, plan
 from memplace.planner.model import Plan
 from memplace.project import Project, locked, write_project
 from memplace.project_api.carry import describer
+from memplace.project_files import DEFAULT_TIMEOUT, build_dir, run_record
 from memplace.runners import FlashRequest, QemuRunner, board_flash, default_runner, registry
 from memplace.source import suggest
 from memplace.verify import Report, RunLog, StackHints, parse_run, verify
-from memplace.verify.elf import POOL_SECTION, STACK_SECTION
 from memplace.verify.image import Image
 from memplace.workload import Workload
 
@@ -115,8 +115,8 @@ def generate(request: ProjectRequest, progress: Lines | None = None) -> Plan:
     users = dict(result.users)
     _say(progress, f"render: {project_type} project into {out}")
     try:
-        options = _sized(board, result, options, users, out)
-        rendered = render(board, result, project_type, options, users, describer(board))
+        images = _image_map(board, result, options, users, out)
+        rendered = render(board, result, project_type, options, users, describer(board), images)
     except InputError as exc:
         raise _located(board, exc) from exc
     files: dict[str, str | bytes] = dict(rendered)
@@ -142,16 +142,16 @@ def crt_include(standalone_crt: Path | None, out: Path) -> str | None:
     return os.path.relpath((standalone_crt / "include").resolve(), out.resolve())
 
 
-def _sized(
+def _image_map(
     board: Board, result: Plan, options: RenderOptions, users: dict[str, tuple[str, ...]], out: Path
-) -> RenderOptions:
-    """`options` with the bytes each image takes of every memory several images share,
-    measured from a build of the project in which each image has all the room: link,
-    measure, and the project's linker scripts give each image a range of its own sized so.
+) -> ImageMap:
+    """The project's image map, with the bytes each image takes of every memory several
+    images share measured from a build of the project in which each image has all the
+    room there: link, measure, and the map gives each image a slice of its own sized so.
     A library project has no build of its own: its images share such memories evenly."""
     shared = shared_image_memories(board)
     if not shared or options.project_type not in STANDALONE:
-        return options
+        return image_map(board, result, options.arena)
     # Beside `out`, so an app's sources are at the same relative path from it; a folder of
     # its own, so two generates never build in one.
     parent = out.resolve().parent
@@ -159,8 +159,9 @@ def _sized(
     parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.memplace-sizing-", dir=parent))
     try:
-        sizing = replace(options, sizing=True)
-        write_project(render(board, result, options.project_type, sizing, users), scratch)
+        sizing = image_map(board, result, options.arena, sizing=True)
+        files = render(board, result, options.project_type, options, users, image_map=sizing)
+        write_project(files, scratch)
         try:
             build(scratch)
         except ToolError as exc:
@@ -180,7 +181,7 @@ def _sized(
         for folder in made:  # deepest first: only what this made, and only if empty
             with contextlib.suppress(OSError):
                 folder.rmdir()
-    return replace(options, image_sizes=sizes)
+    return image_map(board, result, options.arena, sizes)
 
 
 def _located(board: Board, error: InputError) -> InputError:
@@ -208,7 +209,7 @@ def image_bytes(board: Board, memory: str, core: str, image: Image) -> int:
     low, high = seen.address_for(core), seen.address_for(core) + seen.size
     spans = []
     for section in image.sections:
-        if not section.name.startswith((POOL_SECTION, STACK_SECTION)):
+        if not contract.is_area(section.name):
             spans.append((section.address, section.end))
         if section.copied:
             spans.append((section.lma, section.lma + section.size))

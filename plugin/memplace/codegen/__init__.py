@@ -15,9 +15,9 @@ from typing import Any
 import jinja2
 import yaml
 
-from memplace import resources
+from memplace import contract, resources
 from memplace.board import Board
-from memplace.codegen.context import RenderOptions, project_context
+from memplace.codegen.context import ProjectContext, RenderOptions, project_context
 from memplace.codegen.relax import check_relax, relax_context
 from memplace.codegen.relax import model_files as relax_files
 from memplace.codegen.server import Describe, server_files
@@ -31,46 +31,49 @@ from memplace.codegen.tvm import (
 )
 from memplace.errors import InputError
 from memplace.hints import StackHints
+from memplace.imagemap import ImageMap
+from memplace.imagemap import image_map as compute_image_map
 from memplace.importers.relax import RelaxModel
-from memplace.layout import (
+from memplace.planner.model import Plan
+from memplace.project_files import (
     HINTS_DIR,
+    IMAGE_MAP,
     MANIFEST,
     POOL_STORAGE,
     PROJECT_VERSION,
     USER_CMAKE,
-    fnv1a,
 )
-from memplace.planner.model import Plan
 from memplace.source import suggest
 
 __all__ = ["POOL_STORAGE", "PROJECT_TYPES", "RenderOptions", "render"]
 
 
-Renderer = Callable[[jinja2.Environment, dict[str, Any]], dict[str, str]]
+Renderer = Callable[[jinja2.Environment, ProjectContext], dict[str, str]]
 
 
-def _exerciser(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, str]:
+def _exerciser(env: jinja2.Environment, context: ProjectContext) -> dict[str, str]:
     template = env.get_template("exerciser/exerciser.c.j2")
+    names = context.template_vars()
     files = {
-        f"src/exerciser_{core['name']}.c": template.render({**context, "core": core})
-        for core in context["cores"]
+        f"src/exerciser_{core.name}.c": template.render({**names, "core": core})
+        for core in context.cores
     }
-    if any(core["threads"] for core in context["cores"]):
+    if any(core.threads for core in context.cores):
         # The exerciser runs worker threads through a call verify must not count twice.
-        hints = env.get_template("exerciser/stack_hints.yaml.j2").render(context)
+        hints = env.get_template("exerciser/stack_hints.yaml.j2").render(names)
         files[f"{HINTS_DIR}/exerciser.yaml"] = hints
     return files
 
 
-def _app(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, str]:
+def _app(env: jinja2.Environment, context: ProjectContext) -> dict[str, str]:
     return {}
 
 
-def _library(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, str]:
-    return {"memplace/targets.cmake": _render(env, "targets.cmake", context)}
+def _library(env: jinja2.Environment, context: ProjectContext) -> dict[str, str]:
+    return {"memplace/targets.cmake": _render(env, "targets.cmake", context.template_vars())}
 
 
-def _aot_demo(env: jinja2.Environment, context: dict[str, Any]) -> dict[str, str]:
+def _aot_demo(env: jinja2.Environment, context: ProjectContext) -> dict[str, str]:
     return {}  # its main comes with the model's files (codegen.tvm)
 
 
@@ -91,6 +94,7 @@ def render(
     options: RenderOptions | None = None,
     users: Mapping[str, tuple[str, ...]] | None = None,
     describe: Describe | None = None,
+    image_map: ImageMap | None = None,
 ) -> dict[str, str]:
     """Every file of the project, by path relative to the project folder.
 
@@ -98,7 +102,9 @@ def render(
     that exercises each buffer; without it every buffer is exercised by the first core.
     `describe` tells the project's own Project API server about the project (see
     `codegen.server`); a project with a CMake project of its own carries that server
-    when it is given.
+    when it is given. `image_map` says where each image puts its bytes (`memplace.imagemap`;
+    without it, the map of the board and plan with no measured sizes); the project keeps it
+    (`IMAGE_MAP`) for the verifier.
     """
     options = replace(options or RenderOptions(), project_type=project_type)
     if project_type not in PROJECT_TYPES:
@@ -119,46 +125,48 @@ def render(
         check_relax(board, project_type, options.model)
     else:
         check_model(board, project_type, options.model)
+    if image_map is None:
+        image_map = compute_image_map(board, plan, options.arena)
     env = _environment()
-    context = project_context(board, plan, options, dict(users or {}))
     model = options.model if project_type in MODEL_TYPES else None
+    tvm: dict[str, Any] | None = None
     if isinstance(model, RelaxModel):
-        context["tvm"] = relax_context(model, plan)
-    else:
-        context["tvm"] = None if model is None else tvm_context(model, options.standalone_crt)
-    if model is not None:
-        context["cores"][0]["sources"] += context["tvm"]["sources"]
-        if project_type == DEMO:
-            context["cores"][0]["sources"].append(DEMO_SOURCE)
+        tvm = relax_context(model, plan)
+    elif model is not None:
+        tvm = tvm_context(model, options.standalone_crt)
+    model_sources: tuple[str, ...] = ()
+    if tvm is not None:
+        model_sources = (*tvm["sources"], *([DEMO_SOURCE] if project_type == DEMO else []))
+    context = project_context(
+        board, plan, options, dict(users or {}), image_map, tvm, model_sources
+    )
+    names = context.template_vars()
     name = plan.workload
     files: dict[str, str] = {}
-    for core in context["cores"]:
-        core_context = {**context, "core": core}
-        if core["image"] != core["name"]:
+    for core in context.cores:
+        core_names = {**names, "core": core}
+        if core.image != core.name:
             # It runs another core's image: startup code of its own, linked into that image.
-            files[f"memplace/{core['name']}/startup.c"] = _render(
-                env, "startup_joined.c", core_context
-            )
+            files[f"memplace/{core.name}/startup.c"] = _render(env, "startup_joined.c", core_names)
             continue
         for template in ("linker.ld", "startup.c"):
-            files[f"memplace/{core['name']}/{template}"] = env.get_template(
-                f"project/{template}.j2"
-            ).render(core_context)
-    files[f"memplace/include/{name}_memplace.h"] = _render(env, "memplace.h", context)
-    files["memplace/include/memplace_runtime.h"] = _render(env, "memplace_runtime.h", context)
-    files[f"memplace/src/{name}_pools.c"] = _render(env, "pools.c", context)
+            files[f"memplace/{core.name}/{template}"] = _render(env, template, core_names)
+    files[f"memplace/include/{name}_memplace.h"] = _render(env, "memplace.h", names)
+    files["memplace/include/memplace_runtime.h"] = _render(env, "memplace_runtime.h", names)
+    files[f"memplace/src/{name}_pools.c"] = _render(env, "pools.c", names)
     files.update(PROJECT_TYPES[project_type](env, context))
     if isinstance(model, RelaxModel):
-        files.update(relax_files(env, context, model))
+        files.update(relax_files(env, names, model))
     elif model is not None:
-        files.update(model_files(env, context, model, options.standalone_crt is not None))
+        files.update(model_files(env, names, model, options.standalone_crt is not None))
     if project_type in STANDALONE:
-        files["CMakeLists.txt"] = _render(env, "CMakeLists.txt", context)
-        files[USER_CMAKE] = _render(env, "user.cmake", context)
+        files["CMakeLists.txt"] = _render(env, "CMakeLists.txt", names)
+        files[USER_CMAKE] = _render(env, "user.cmake", names)
         toolchain = resources.data_dir("cmake") / "arm-none-eabi.cmake"
         files["cmake/arm-none-eabi.cmake"] = toolchain.read_text(encoding="utf-8")
     files.update(_hint_files(board.stack_hints, options.workload_hints))
     files[MANIFEST] = _manifest(board, plan, options)
+    files[IMAGE_MAP] = image_map.dumps()
     if project_type in STANDALONE and describe is not None:
         files.update(server_files(json.loads(files[MANIFEST])["images"], describe))
     return dict(sorted(files.items()))
@@ -202,6 +210,8 @@ def _manifest(board: Board, plan: Plan, options: RenderOptions) -> str:
         "board": board.to_data(),
         "plan": plan.to_json(),
         "images": {name: f"build/{core.image_name}.elf" for name, core in board.cores.items()},
-        "checksums": {p.name: fnv1a(p.contents) for p in plan.placements if p.contents is not None},
+        "checksums": {
+            p.name: contract.fnv1a(p.contents) for p in plan.placements if p.contents is not None
+        },
     }
     return json.dumps(data, indent=2) + "\n"

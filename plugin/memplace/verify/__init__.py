@@ -9,8 +9,8 @@ from pathlib import Path
 
 from memplace.board import FIRST_IRQ_EXCEPTION
 from memplace.hints import StackHints, load_hints
-from memplace.layout import HINTS_DIR
 from memplace.project import Project
+from memplace.project_files import HINTS_DIR
 from memplace.verify.elf import check_images
 from memplace.verify.formats import to_junit, to_sarif, write_reports
 from memplace.verify.image import Image

@@ -12,20 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memplace import contract
 from memplace.board import FIRST_IRQ_EXCEPTION, POOL_ALIGN, STACK_ALIGN, Board
-from memplace.layout import fnv1a
 from memplace.project import Project
+from memplace.project_files import IMAGE_MAP
 from memplace.verify.image import Image, Section
 from memplace.verify.report import Finding
-
-POOL_SECTION = ".memplace.pool."
-STACK_SECTION = ".memplace.stack."
-COPY_TABLE = ".memplace.copy_table"
-RELEASE_TABLE = ".memplace.release_table"
-RELEASE_TABLE_MAGIC = 0x4D504C43
-# The sections a core's layout places, by the part of the layout that holds each.
-LAYOUT_SECTIONS = {".vectors": "vectors", ".text": "code", ".ARM.exidx": "code", ".data": "data"}
-ROM_COPY = ("__memplace_rom_copy_load", "__memplace_rom_copy_run", "__memplace_rom_copy_size")
 
 
 @dataclass(frozen=True)
@@ -50,16 +42,16 @@ def check_images(project: Project, images: Mapping[str, Image] | None = None) ->
         checker = _CoreChecker(project, core, image)
         findings += checker.check()
     findings += _check_shared(project, images)
+    findings += _check_release_tables(project, images)
     return findings
 
 
 def subject_of(section: str) -> str:
     """What a finding about `section` is about: its pool or stack where it holds one."""
-    if section.startswith(POOL_SECTION):
-        return section[len(POOL_SECTION) :]
-    if section.startswith(STACK_SECTION):
-        return section[len(STACK_SECTION) :] + ".stack"
-    return section
+    pool, stack = contract.pool_of(section), contract.stack_of(section)
+    if pool is not None:
+        return pool
+    return section if stack is None else f"{stack}.stack"
 
 
 def memories_of(board: Board, core: str) -> dict[str, _Range]:
@@ -107,7 +99,47 @@ class _CoreChecker:
         findings += self._check_joined_vectors()
         findings += self._check_boot_table()
         findings += self._check_vector_lines()
+        findings += self._check_regions()
+        findings += self._check_mailbox()
         return findings
+
+    def _check_regions(self) -> Iterator[Finding]:
+        """Every section of an image, and every load copy, lies in a region the project's
+        image map gives that image (its own parts of memories, its pools', stacks' and free
+        regions): the image is linked as the map says."""
+        core = self.board.cores[self.core]
+        if self.project.image_map is None or core.image is not None:
+            return
+        regions = self.project.image_map.core(self.core).regions
+        for section in self.image.sections:
+            spans = [("", section.address)]
+            if section.copied:
+                spans.append((" (load copy)", section.lma))
+            for what, start in spans:
+                if not any(r.origin <= start and start + section.size <= r.end for r in regions):
+                    yield self.finding(
+                        "memory",
+                        subject_of(section.name),
+                        f"{section.name}{what} [0x{start:08x}, 0x{start + section.size:08x}) "
+                        f"lies in no region the image map ({IMAGE_MAP}) gives core {self.core}",
+                    )
+
+    def _check_mailbox(self) -> Iterator[Finding]:
+        """The mailbox released cores report to is where the image map puts it, in the image
+        of each core that uses it."""
+        box = None if self.project.image_map is None else self.project.image_map.mailbox
+        if box is None or self.core not in (box.releaser, *box.cores):
+            return
+        symbol = self.image.get_symbol(contract.MAILBOX_SYMBOL)
+        expected = self._expected(box.memory, box.system_address)
+        if symbol is None or symbol.address != expected:
+            where = "missing" if symbol is None else f"at 0x{symbol.address:08x}"
+            yield self.finding(
+                "shared",
+                contract.MAILBOX_SYMBOL,
+                f"{contract.MAILBOX_SYMBOL} is {where}, but the image map ({IMAGE_MAP}) puts "
+                f"the mailbox at 0x{expected:08x} for core {self.core}",
+            )
 
     def _check_boot_table(self) -> list[Finding]:
         """A core with an image of its own starts from the vector table at its `boot`
@@ -116,7 +148,8 @@ class _CoreChecker:
         core = self.board.cores[self.core]
         if core.image is not None or core.layout.copy not in (None, "reset"):
             return []
-        name = "memplace_boot_vectors" if core.layout.moves_vectors else "memplace_vectors"
+        moves = core.layout.moves_vectors
+        name = contract.BOOT_VECTORS_SYMBOL if moves else contract.vectors_symbol()
         symbol = self.image.get_symbol(name)
         if symbol is None or symbol.address == core.boot:
             return []
@@ -133,7 +166,7 @@ class _CoreChecker:
         """Each isr wired to a device interrupt line (`irq`) is that line's entry of its
         core's vector table (the one VTOR points at once the startup code has run)."""
         core = self.board.cores[self.core]
-        name = "memplace_vectors" if core.image is None else f"memplace_vectors_{self.core}"
+        name = contract.vectors_symbol(None if core.image is None else self.core)
         table = self.image.get_symbol(name)
         findings = []
         for context in self.board.contexts.values():
@@ -165,7 +198,7 @@ class _CoreChecker:
         core = self.board.cores[self.core]
         if core.image is None:
             return []
-        name = f"memplace_vectors_{self.core}"
+        name = contract.vectors_symbol(self.core)
         symbol = self.image.get_symbol(name)
         if symbol is None:
             return [self.finding("vectors", self.core, f"{name} is missing from {self.file}")]
@@ -197,7 +230,7 @@ class _CoreChecker:
         return address + self.board.memories[memory].shift(self.core)
 
     def _check_pool(self, pool: Any) -> Iterator[Finding]:
-        name = f"{self.plan.workload}_pool_{pool.name}"
+        name = contract.pool_symbol(self.plan.workload, pool.name)
         symbol = self.image.get_symbol(name)
         if symbol is None:
             yield self.finding("placement", pool.name, f"{name} is missing from {self.file}")
@@ -221,7 +254,7 @@ class _CoreChecker:
         if symbol.section is None:
             # Another image owns the storage; this one only names its address.
             return
-        wanted = POOL_SECTION + pool.name
+        wanted = contract.pool_section(pool.name)
         if symbol.section != wanted:
             yield self.finding(
                 "placement", pool.name, f"{name} is in section {symbol.section}, not {wanted}"
@@ -271,7 +304,7 @@ class _CoreChecker:
             if expected is None:
                 continue
             data = self.image.read(base + placement.offset, placement.size)
-            if data is None or fnv1a(data) != expected:
+            if data is None or contract.fnv1a(data) != expected:
                 yield self.finding(
                     "contents",
                     placement.name,
@@ -280,7 +313,7 @@ class _CoreChecker:
 
     def _check_stack(self, stack: Any) -> Iterator[Finding]:
         subject = f"{stack.context}.stack"
-        name = f"memplace_stack_{stack.c_name}"
+        name = contract.stack_symbol(stack.c_name)
         symbol = self.image.get_symbol(name)
         if symbol is None:
             yield self.finding("placement", subject, f"{name} is missing from {self.file}")
@@ -307,7 +340,7 @@ class _CoreChecker:
                 subject,
                 f"{name} at 0x{symbol.address:08x} is not aligned to {STACK_ALIGN}",
             )
-        wanted = STACK_SECTION + stack.c_name
+        wanted = contract.stack_section(stack.c_name)
         if symbol.section != wanted:
             yield self.finding(
                 "placement", subject, f"{name} is in section {symbol.section}, not {wanted}"
@@ -346,7 +379,7 @@ class _CoreChecker:
                     f"or lies outside "
                     f"every memory core {self.core} reaches",
                 )
-            if not section.name.startswith((POOL_SECTION, STACK_SECTION)):
+            if not contract.is_area(section.name):
                 for area in reserved:
                     if area.meets(section.address, section.end):
                         yield self.finding(
@@ -390,7 +423,7 @@ class _CoreChecker:
         for section in self.image.sections:
             entry = entries.pop(section.address, None)
             if entry is None:
-                boot_part = LAYOUT_SECTIONS.get(section.name) in ("vectors", "code")
+                boot_part = contract.layout_sections().get(section.name) in ("vectors", "code")
                 if section.copied and not (others_copy and boot_part):
                     yield self.finding(
                         "load-copy",
@@ -416,13 +449,12 @@ class _CoreChecker:
 
     def _run_memory(self, section: str) -> str | None:
         """The memory the plan or the layout says `section` runs in; None if neither says."""
-        part = LAYOUT_SECTIONS.get(section)
+        part = contract.layout_sections().get(section)
         if part is not None:
             return str(getattr(self.board.cores[self.core].layout, part))
-        if section.startswith(POOL_SECTION):
-            pool = self.board.pools.get(section[len(POOL_SECTION) :])
-            return pool.memory if pool is not None else None
-        return None
+        name = contract.pool_of(section)
+        pool = None if name is None else self.board.pools.get(name)
+        return pool.memory if pool is not None else None
 
     def _check_load_copies(self) -> Iterator[Finding]:
         """Every section that runs apart from its load copy: it runs in the memory its
@@ -456,20 +488,20 @@ class _CoreChecker:
         core = self.board.cores[self.core]
         if core.layout.copy != "releaser" or core.release is None:
             return
-        table = self.image.get_section(RELEASE_TABLE)
-        data = self.image.contents.get(RELEASE_TABLE, b"")
+        table = self.image.get_section(contract.RELEASE_TABLE)
+        data = self.image.contents.get(contract.RELEASE_TABLE, b"")
         words = struct.unpack(f"<{len(data) // 4}I", data[: len(data) // 4 * 4])
-        if table is None or len(words) < 2 or words[0] != RELEASE_TABLE_MAGIC:
+        if table is None or len(words) < 2 or words[0] != contract.RELEASE_TABLE_MAGIC:
             yield self.finding(
                 "load-copy",
-                RELEASE_TABLE,
+                contract.RELEASE_TABLE,
                 f"the image has no release table for core {core.release.by} to copy it by",
             )
             return
         entries = {(words[i], words[i + 1], words[i + 2]) for i in range(2, 2 + 3 * words[1], 3)}
         by = core.release.by
         for section in self.image.sections:
-            part = LAYOUT_SECTIONS.get(section.name)
+            part = contract.layout_sections().get(section.name)
             if not section.copied or part not in ("vectors", "code"):
                 continue
             load = self.board.memories[core.layout.load]
@@ -494,10 +526,11 @@ class _CoreChecker:
         layout = self.board.cores[self.core].layout
         if layout.copy != "boot-rom":
             return
-        symbols = [self.image.get_symbol(name) for name in ROM_COPY]
+        names = contract.rom_copy()
+        symbols = [self.image.get_symbol(name) for name in names]
         if any(symbol is None for symbol in symbols):
             yield self.finding(
-                "load-copy", "boot-rom", f"the image lacks {', '.join(ROM_COPY)} for the boot ROM"
+                "load-copy", "boot-rom", f"the image lacks {', '.join(names)} for the boot ROM"
             )
             return
         load, run, size = (symbol.address for symbol in symbols if symbol is not None)
@@ -510,7 +543,7 @@ class _CoreChecker:
                     f"is outside memory {memory}",
                 )
         for section in self.image.sections:
-            if LAYOUT_SECTIONS.get(section.name) not in ("vectors", "code"):
+            if contract.layout_sections().get(section.name) not in ("vectors", "code"):
                 continue
             inside = run <= section.address and section.end <= run + size
             if not inside or section.lma - load != section.address - run:
@@ -523,8 +556,8 @@ class _CoreChecker:
                 )
 
     def _copy_table(self) -> list[tuple[int, int, int]] | None:
-        start = self.image.get_symbol("__memplace_copy_table_start")
-        end = self.image.get_symbol("__memplace_copy_table_end")
+        start = self.image.get_symbol(contract.COPY_TABLE_START)
+        end = self.image.get_symbol(contract.COPY_TABLE_END)
         if start is None or end is None or end.address < start.address:
             return None
         data = self.image.read(start.address, end.address - start.address)
@@ -594,7 +627,7 @@ def _check_shared_memory(
     for pool in project.plan.pools:
         if pool.memory != memory or not pool.used:
             continue
-        name = f"{project.plan.workload}_pool_{pool.name}"
+        name = contract.pool_symbol(project.plan.workload, pool.name)
         seen = {}
         for core in cores:
             symbol = images[core].get_symbol(name)
@@ -607,6 +640,43 @@ def _check_shared_memory(
                 pool.name,
                 f"{name} has different system addresses in the images: {where}",
             )
+
+
+def _check_release_tables(project: Project, images: Mapping[str, Image]) -> Iterator[Finding]:
+    """Each releaser reads the release table of the image it copies where the image map
+    says, and the image has its table there (both as the releaser sees them)."""
+    if project.image_map is None:
+        return
+    board = project.board
+    for mapped in project.image_map.cores:
+        for release in mapped.releases:
+            image = images.get(release.core)
+            if release.copy_table is None or image is None:
+                continue
+            load = board.memories[board.cores[release.core].layout.load]
+            table = image.get_section(contract.RELEASE_TABLE)
+            seen = (
+                None
+                if table is None
+                else table.address - load.address_for(release.core) + load.address_for(mapped.core)
+            )
+            if seen != release.copy_table:
+                where = "has none" if seen is None else f"has it at 0x{seen:08x}"
+                yield Finding(
+                    "load-copy",
+                    contract.RELEASE_TABLE,
+                    f"core {mapped.core} reads core {release.core}'s release table at "
+                    f"0x{release.copy_table:08x} (the image map, {IMAGE_MAP}), but the image "
+                    f"{where} as core {mapped.core} sees it",
+                    file=_relative(project, image.path),
+                )
+
+
+def _relative(project: Project, path: Path) -> str:
+    try:
+        return str(path.relative_to(project.folder))
+    except ValueError:
+        return str(path)
 
 
 def _main_context(checker: _CoreChecker) -> str | None:

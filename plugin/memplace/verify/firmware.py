@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memplace import contract
 from memplace.board import FIRST_IRQ_EXCEPTION, Board, Context, Core
 from memplace.errors import InputError
 from memplace.hints import StackHints
@@ -515,8 +516,8 @@ def _vector_table(image: Image, core: Core) -> int:
     VTOR is pointed at (memplace's startup names it `memplace_vectors`; else `.vectors`)."""
     if not core.layout.moves_vectors:
         return core.boot
-    symbol = image.get_symbol("memplace_vectors")
-    section = image.get_section(".vectors")
+    symbol = image.get_symbol(contract.vectors_symbol())
+    section = image.get_section(contract.vectors_section())
     if symbol is not None:
         return symbol.address
     return section.address if section is not None else core.boot

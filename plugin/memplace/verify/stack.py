@@ -32,13 +32,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memplace import process
+from memplace import contract, process
 from memplace.board import Context, Core
 from memplace.errors import InputError, Mark, ToolError
 from memplace.files import read_input
 from memplace.hints import IndirectHint, StackHints, absent_function
-from memplace.layout import build_dir, thread_function
 from memplace.project import Project
+from memplace.project_files import build_dir
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
 from memplace.verify.cortexm import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
 from memplace.verify.frames import Instruction, parse_objdump, read_frames
@@ -651,7 +651,7 @@ def _switch(core: Core) -> tuple[str, int]:
 def _thread_bound(project: Project, stack: Any, image: Image, analysis: Analysis) -> ContextBound:
     contexts = project.board.contexts
     core = project.board.cores[contexts[stack.owner].core]
-    function = thread_function(stack.c_name)
+    function = contract.thread_function(stack.c_name)
     root = analysis.graph.by_name.get(function)
     findings: list[Finding] = []
     if root is None:
@@ -716,15 +716,15 @@ def _isr_cost(
 def _root(image: Image, graph: CallGraph, stack: Any, context: Context) -> int | None:
     """The reset handler for the context whose stack the vector table starts the core on;
     the context's entry function for any other."""
-    symbol = image.get_symbol(f"memplace_stack_{stack.context}")
-    vectors = image.get_section(".vectors")
+    symbol = image.get_symbol(contract.stack_symbol(stack.c_name))
+    vectors = image.get_section(contract.vectors_section())
     initial = image.read(vectors.address, 4) if vectors else None
     if symbol is not None and initial is not None:
         (sp,) = struct.unpack("<I", initial)
         if sp == symbol.address + symbol.size and image.entry in graph.nodes:
             return image.entry
     # A core that runs another core's image starts from a vector table of its own.
-    joined = image.get_section(f".vectors.{context.core}")
+    joined = image.get_section(contract.vectors_section(context.core))
     table = image.read(joined.address, 8) if joined else None
     if symbol is not None and table is not None:
         sp, reset = struct.unpack("<II", table)

@@ -1,7 +1,9 @@
-"""The generated project's layout: every name the generator writes and the verifier reads.
+"""The files of a generated project: where each one is, named once for the generator, the
+build and the verifier (the names inside the images are `contract`'s).
 
 Standard library only: the generator (`codegen`, `project`), the build, the verifier and the
-server a project carries all read the project through these names, so they cannot drift.
+server a project carries all find the project's files through these names, so they cannot
+drift.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from pathlib import Path
 PROJECT_VERSION = "project/v1"
 # What memplace knows of a project: its board, plan and images, at the project's top.
 MANIFEST = "memplace.json"
+# Where every image of the project puts its bytes (`memplace.imagemap`), for the verifier.
+IMAGE_MAP = "memplace/image-map.json"
 # Where CMake builds, inside the project folder.
 BUILD_DIR = "build"
 # Where a project keeps stack hints (the exerciser's own, and those its board and workload
@@ -36,17 +40,3 @@ def build_dir(folder: Path) -> Path:
 
 def run_record(folder: Path) -> Path:
     return folder / BUILD_DIR / RUN_RECORD
-
-
-def thread_function(c_name: str) -> str:
-    """The function a worker thread (`c_name` as the plan's stack usage names it) starts
-    in: the root verify bounds that thread's stack from."""
-    return f"memplace_thread_{c_name}"
-
-
-def fnv1a(data: bytes) -> int:
-    """The checksum generated firmware computes over a constant's bytes (32-bit FNV-1a)."""
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return value
