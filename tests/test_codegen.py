@@ -473,7 +473,9 @@ def test_an_isr_priority_beyond_the_implemented_bits_is_refused(
     result = plan(board, Workload.from_data(INTERLEAVED))
     with pytest.raises(InputError) as caught:
         render(board, result)
-    assert str(caught.value) == message
+    # Found where a project is rendered, and shown where the board file says it.
+    where = re.escape(str(tmp_path / f"{base}-{tick}.yaml"))
+    assert re.fullmatch(rf"{where}:5:\d+: {re.escape(message)}", str(caught.value))
     # An application sets its own priorities: only the exerciser needs them in range.
     sources = RenderOptions(project_type="app", sources="../app")
     assert "memplace/src/ar_pools.c" in render(board, result, "app", sources)
@@ -608,20 +610,21 @@ def _released_cores(board: Board, releasers: list[str]) -> Board:
 
 
 def test_the_mailbox_has_room_for_seven_released_cores() -> None:
+    from memplace.board.checks import check_generated_startup
     from memplace.imagemap import mailbox
 
     board = load_board("qemu-mps2-an521")
     assert mailbox(_released_cores(board, ["cpu0"] * 6), {}).slots == 8
-    with pytest.raises(InputError, match="cores: memplace releases at most 7 cores"):
-        mailbox(_released_cores(board, ["cpu0"] * 7), {})
+    with pytest.raises(InputError, match=r"\.yaml:\d+:\d+: cores: memplace releases at most 7"):
+        check_generated_startup(_released_cores(board, ["cpu0"] * 7))
 
 
 def test_released_cores_are_released_by_one_core() -> None:
-    from memplace.imagemap import mailbox
+    from memplace.board.checks import check_generated_startup
 
     board = _released_cores(load_board("qemu-mps2-an521"), ["cpu1"])
     with pytest.raises(InputError, match="cores are released by cpu0, cpu1; memplace's startup"):
-        mailbox(board, {})
+        check_generated_startup(board)
 
 
 def test_the_mailbox_needs_a_shared_memory_with_room() -> None:
@@ -629,5 +632,7 @@ def test_the_mailbox_needs_a_shared_memory_with_room() -> None:
 
     board = load_board("qemu-mps2-an521")
     full = {name: memory.origin for name, memory in board.memories.items()}
-    with pytest.raises(InputError, match="no writable memory that cores cpu0, cpu1 all reach"):
+    with pytest.raises(
+        InputError, match=r"qemu-mps2-an521\.yaml:\d+:\d+: cores: no writable memory that cores"
+    ):
         mailbox(board, full)

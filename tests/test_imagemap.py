@@ -186,3 +186,46 @@ def test_a_project_from_before_the_map_still_reads(
     (out / IMAGE_MAP).unlink()
     assert Project.load(out).image_map is None
     assert dataclasses.replace(Project.load(out), image_map=None) == Project.load(out)
+
+
+NO_STEPS = """\
+memplace: board/v1
+extends: qemu-mps2-an521
+name: no-steps
+cores:
+  cpu1:
+    release: {by: cpu0, steps: []}
+"""
+
+
+def test_a_core_the_startup_code_cannot_release_is_refused_where_the_board_says(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A rule of the board (`board.checks`), found when a project is generated: shown at the
+    key to change in the board file, which the board kept from when it was read."""
+    board_path, workload = _inputs(tmp_path, NO_STEPS)
+    out = tmp_path / "p"
+    error = cli_error(capsys, "generate", board_path, workload, "--out", out)
+    assert error == (
+        f"memplace: error: {board_path}:6:14: cores.cpu1.release: core cpu1 is released by "
+        "cpu0, but the board lists no release steps or handshake, so the generated startup "
+        "code cannot start it; add the register `steps` that release it, or "
+        "`handshake: rp2040-sio-fifo`"
+    )
+    assert not out.exists()
+    # `plan` needs no startup code: the board serves it as it is.
+    assert run_cli(capsys, "plan", board_path, workload)[0] == 0
+
+
+def test_a_core_with_no_thread_to_start_on_is_refused_through_the_python_api() -> None:
+    """A board file cannot say so (its rules refuse it first); a board built in Python can."""
+    from memplace.board.checks import check_generated_startup
+    from memplace.errors import InputError
+
+    board = load_board("qemu-mps2-an521")
+    alone = dataclasses.replace(
+        board, contexts={k: c for k, c in board.contexts.items() if c.core != "cpu1"}
+    )
+    with pytest.raises(InputError, match="no thread context with a stack to start on") as caught:
+        check_generated_startup(alone)
+    assert caught.value.mark is not None and caught.value.key == "contexts"

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from memplace import contract
 from memplace.board import Board
-from memplace.board.extends import load_with_extends
 from memplace.build import build
 from memplace.carried.standalone import MODEL_ARCHIVE
 from memplace.codegen import STANDALONE, RenderOptions, render
@@ -114,11 +113,8 @@ def generate(request: ProjectRequest, progress: Lines | None = None) -> Plan:
     )
     users = dict(result.users)
     _say(progress, f"render: {project_type} project into {out}")
-    try:
-        images = _image_map(board, result, options, users, out)
-        rendered = render(board, result, project_type, options, users, describer(board), images)
-    except InputError as exc:
-        raise _located(board, exc) from exc
+    images = _image_map(board, result, options, users, out)
+    rendered = render(board, result, project_type, options, users, describer(board), images)
     files: dict[str, str | bytes] = dict(rendered)
     if isinstance(options.model, ModelArchive) and options.model.archive:
         # Where TVM's own project templates keep the archive a project was made from.
@@ -182,19 +178,6 @@ def _image_map(
             with contextlib.suppress(OSError):
                 folder.rmdir()
     return image_map(board, result, options.arena, sizes)
-
-
-def _located(board: Board, error: InputError) -> InputError:
-    """`error`, about a key of the board's cores, memories or contexts, at that key's place
-    in the board file (the render that finds it has the board, not its file)."""
-    source = Path(board.source)
-    key = error.key or ""
-    if error.mark is not None or key.split(".")[0] not in ("cores", "memories", "contexts"):
-        return error
-    if not source.is_file():
-        return error
-    mark = load_with_extends(source, ()).mark(tuple(key.split(".")))
-    return InputError(error.message, mark, key)
 
 
 def _elf(folder: Path, core: str) -> Path:

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from memplace import names
 from memplace.board.addresses import ContextSpec
 from memplace.board.parts import (
     COPIERS,
+    CPUS,
     CPUS_WITHOUT_VTOR,
     FIRST_IRQ_EXCEPTION,
+    RELEASE_HANDSHAKES,
     VERSION,
+    Context,
     Core,
     ImageLayout,
     Memory,
@@ -24,6 +28,9 @@ from memplace.board.parts import (
     vector_align,
 )
 from memplace.source import Node, suggest
+
+if TYPE_CHECKING:  # a Board is made of what the reader checks here
+    from memplace.board.model import Board
 
 # The handlers of the 16 core exceptions in memplace's startup code.
 # fmt: off
@@ -488,3 +495,94 @@ def check_image_entries(specs: list[ContextSpec], cores: Mapping[str, Core]) -> 
                 f"{spec.entry}() in the image core {spec.core!r} runs too; give this context an "
                 f"entry of its own (entry: NAME)"
             )
+
+
+# What the project memplace generates for a board can do with it: rules checked when a
+# project is generated (the board may serve other ends, such as `memplace stacks` on firmware
+# memplace did not write), at the place in the board file the board was read from.
+
+# Core exceptions the exerciser can raise by itself (ICSR bit that pends each one), and
+# where its priority field lies: the System Handler Priority Register word and the field's
+# first bit. Armv6-M allows only word accesses to these registers.
+PENDABLE = {
+    "SysTick_Handler": {"icsr_bit": 26, "shpr": 0xE000ED20, "shift": 24},
+    "PendSV_Handler": {"icsr_bit": 28, "shpr": 0xE000ED20, "shift": 16},
+}
+# Priority bits every core of an architecture implements (the top bits of each 8-bit
+# field): exactly 2 on Armv6-M and Armv8-M Baseline, at least 3 elsewhere. Priorities are
+# written into those bits only, so they mean the same on every implementation.
+PRIORITY_BITS = {"armv6-m": 2, "armv8-m.base": 2}
+DEFAULT_PRIORITY_BITS = 3
+# The cores one core's startup code releases: the mailbox they report to has a slot for
+# each and one for the releaser, 16 bytes each, in 128 bytes.
+MAX_RELEASED = 7
+
+
+def priority_bits(core: Core) -> int:
+    return PRIORITY_BITS.get(CPUS[core.cpu], DEFAULT_PRIORITY_BITS)
+
+
+def main_context(board: Board, core: str) -> Context:
+    """The thread a core starts on: its first thread context with a stack."""
+    for context in board.contexts.values():
+        if context.core == core and context.kind == "thread" and context.stack:
+            return context
+    raise board.error("contexts", f"core {core!r} has no thread context with a stack to start on")
+
+
+def check_generated_startup(board: Board) -> None:
+    """The startup code memplace generates starts every core on a thread context's stack,
+    and releases every released core, all from one core, by the board's steps or handshake."""
+    released = [core for core in board.cores.values() if core.release is not None]
+    for core in released:
+        if core.release is None or core.release.steps or core.release.handshake:
+            continue
+        raise board.error(
+            f"cores.{core.name}.release",
+            f"core {core.name} is released by {core.release.by}, but the board lists no "
+            f"release steps or handshake, so the generated startup code cannot start it; add "
+            f"the register `steps` that release it, or `handshake: {RELEASE_HANDSHAKES[0]}`",
+        )
+    if len(released) > MAX_RELEASED:
+        raise board.error("cores", f"memplace releases at most {MAX_RELEASED} cores")
+    releasers = {core.release.by for core in released if core.release is not None}
+    if len(releasers) > 1:
+        raise board.error(
+            "cores",
+            f"cores are released by {', '.join(sorted(releasers))}; memplace's "
+            "startup code releases them all from one core",
+        )
+    for name in board.cores:
+        main_context(board, name)
+
+
+def check_generated_isrs(board: Board, exerciser: bool) -> None:
+    """The startup code programs each device isr's priority, and the exerciser raises every
+    isr context itself, at the priority the board gives it: on a core exception it can pend,
+    or on a device line, and at a level in the priority bits every core of the architecture
+    implements."""
+    for isr in board.contexts.values():
+        if isr.kind != "isr":
+            continue
+        core = board.cores[isr.core]
+        if exerciser and isr.entry not in PENDABLE and isr.irq is None:
+            raise board.error(
+                f"contexts.{isr.name}.entry",
+                f"the exerciser can raise ISR contexts on {' or '.join(PENDABLE)}, or on a "
+                f"device interrupt line (give the context `irq: LINE`), not {isr.entry!r}",
+            )
+        if exerciser:
+            _check_level(board, isr, core, "the exerciser sets ISR priorities")
+        elif isr.irq is not None:
+            who = "the startup code programs device interrupt priorities"
+            _check_level(board, isr, core, who)
+
+
+def _check_level(board: Board, isr: Context, core: Core, who: str) -> None:
+    bits = priority_bits(core)
+    if isr.priority >= 1 << bits:
+        raise board.error(
+            f"contexts.{isr.name}.priority",
+            f"{who} in the {bits} priority bits that every {CPUS[core.cpu]} core implements, "
+            f"0..{(1 << bits) - 1}; got {isr.priority} on {core.cpu}",
+        )

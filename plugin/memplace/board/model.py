@@ -30,6 +30,7 @@ from memplace.board.parts import (
     Stack,
 )
 from memplace.board.reader import read_board
+from memplace.errors import InputError
 from memplace.hints import StackHints
 from memplace.source import Document
 
@@ -48,6 +49,9 @@ class Board:
     run: Run = field(default_factory=Run)
     # Hint sets from the board file's `stack_hints:`, in file order.
     stack_hints: tuple[StackHints, ...] = ()
+    # The board file as read (None for a board read back from a project): where a rule
+    # checked after loading (`checks`, the generator's rules) points its errors.
+    document: Document | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_file(cls, path: Path) -> Board:
@@ -59,7 +63,7 @@ class Board:
 
     @classmethod
     def from_document(cls, doc: Document) -> Board:
-        return cls(**read_board(doc))
+        return cls(**read_board(doc), document=doc)
 
     @classmethod
     def from_resolved(cls, data: Mapping[str, Any], source: str = "<project>") -> Board:
@@ -81,6 +85,13 @@ class Board:
             source=source,
             run=run,
         )
+
+    def error(self, key: str, message: str) -> InputError:
+        """An error about the board's `key` (dotted, `contexts.uart.entry`), at its place in
+        the board file when the board was read from one."""
+        if self.document is None or not self.document.marks:
+            return InputError(message, key=key)
+        return self.document.error(tuple(key.split(".")), message)
 
     def core_of(self, user: str) -> str | None:
         """The core a context runs on; None for a device."""

@@ -17,6 +17,7 @@ import yaml
 
 from memplace import contract, resources
 from memplace.board import Board
+from memplace.board.checks import check_generated_isrs, check_generated_startup
 from memplace.codegen.context import ProjectContext, RenderOptions, project_context
 from memplace.codegen.relax import check_relax, relax_context
 from memplace.codegen.relax import model_files as relax_files
@@ -121,6 +122,8 @@ def render(
         raise InputError(
             "an app project needs --sources DIR with the application's C files", key="--sources"
         )
+    check_generated_startup(board)
+    check_generated_isrs(board, exerciser=project_type == "exerciser")
     if isinstance(options.model, RelaxModel):
         check_relax(board, project_type, options.model)
     else:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from memplace import contract
-from memplace.board import CPUS, FIRST_IRQ_EXCEPTION, POOL_ALIGN, Board, Context, Core, Layout
+from memplace.board import CPUS, FIRST_IRQ_EXCEPTION, POOL_ALIGN, Board, Context, Core, ImageLayout
+from memplace.board.checks import PENDABLE, main_context, priority_bits
 from memplace.contract import Names
-from memplace.errors import InputError
 from memplace.hints import StackHints
 from memplace.imagemap import (
     FreeSection,
@@ -24,7 +24,6 @@ from memplace.imagemap import (
     Region,
     Release,
     ReleaseTable,
-    main_context,
     pool_owner,
     pool_storage,
 )
@@ -35,13 +34,6 @@ from memplace.planner.arena import Arena, user_core
 from memplace.planner.arena import arenas as plan_arenas
 from memplace.planner.model import Placement, Plan, PoolUsage, StackUsage
 
-# Core exceptions the exerciser can raise by itself (ICSR bit that pends each one), and
-# where its priority field lies: the System Handler Priority Register word and the field's
-# first bit. Armv6-M allows only word accesses to these registers.
-PENDABLE = {
-    "SysTick_Handler": {"icsr_bit": 26, "shpr": 0xE000ED20, "shift": 24},
-    "PendSV_Handler": {"icsr_bit": 28, "shpr": 0xE000ED20, "shift": 16},
-}
 # The NVIC's registers for device interrupt line K: a bit in the word 4 * (K // 32) of the
 # set-enable and set-pending arrays, and byte K of the priority array (written as a word:
 # Armv6-M allows only word accesses).
@@ -49,11 +41,6 @@ NVIC_ISER = 0xE000E100
 NVIC_ISPR = 0xE000E200
 NVIC_IPR = 0xE000E400
 ICSR = 0xE000ED04
-# Priority bits every core of an architecture implements (the top bits of each 8-bit
-# field): exactly 2 on Armv6-M and Armv8-M Baseline, at least 3 elsewhere. Priorities are
-# written into those bits only, so they mean the same on every implementation.
-PRIORITY_BITS = {"armv6-m": 2, "armv8-m.base": 2}
-DEFAULT_PRIORITY_BITS = 3
 # Bytes of the frame each ISR's own work puts on the stack it lands on.
 ISR_FRAME = 64
 
@@ -286,7 +273,7 @@ class CoreContext:
     fpu: bool
     reads_dhcsr: bool  # Armv6-M leaves it to the implementation whether software reads DHCSR
     arch_flags: tuple[str, ...]
-    layout: Layout
+    layout: ImageLayout
     regions: tuple[Region, ...]
     copies: tuple[str, ...]
     zeroes: tuple[str, ...]
@@ -479,12 +466,6 @@ def _core(
     stacks = [s for s in plan.stacks if board.contexts[s.owner].core == core.name]
     mine = [p for p in plan.placements if user_core(board, users.get(p.name, ())) == core.name]
     isrs = [c for c in board.contexts.values() if c.core == core.name and c.kind == "isr"]
-    if options.project_type == "exerciser":
-        for isr in isrs:
-            _check_raisable(isr, core)
-    for isr in isrs:
-        if isr.irq is not None:
-            _check_level(isr, core, "the startup code programs device interrupt priorities")
     # A core that runs another's image starts at its own context's entry, app or not: the
     # image has one app_main, the owner's.
     entry = "app_main" if options.project_type == "app" and not core.image else main.entry
@@ -633,35 +614,8 @@ def _arena(plan: Plan, arena: Arena) -> ArenaView:
     )
 
 
-def _priority_bits(core: Core) -> int:
-    return PRIORITY_BITS.get(CPUS[core.cpu], DEFAULT_PRIORITY_BITS)
-
-
-def _check_raisable(isr: Context, core: Core) -> None:
-    """The exerciser raises an ISR context itself, at the priority the board gives it."""
-    if isr.entry not in PENDABLE and isr.irq is None:
-        raise InputError(
-            f"the exerciser can raise ISR contexts on {' or '.join(PENDABLE)}, or on a device "
-            f"interrupt line (give the context `irq: LINE`), not {isr.entry!r}",
-            key=f"contexts.{isr.name}.entry",
-        )
-    _check_level(isr, core, "the exerciser sets ISR priorities")
-
-
-def _check_level(isr: Context, core: Core, who: str) -> None:
-    """An ISR's priority is a level in the priority bits every core of its architecture
-    implements: what memplace writes into its priority field."""
-    bits = _priority_bits(core)
-    if isr.priority >= 1 << bits:
-        raise InputError(
-            f"{who} in the {bits} priority bits that every {CPUS[core.cpu]} core implements, "
-            f"0..{(1 << bits) - 1}; got {isr.priority} on {core.cpu}",
-            key=f"contexts.{isr.name}.priority",
-        )
-
-
 def _isr(context: Context, core: Core) -> Isr:
-    bits = _priority_bits(core)
+    bits = priority_bits(core)
     level = (context.priority << (8 - bits)) & 0xFF
     if context.irq is not None:
         word, bit = divmod(context.irq, 32)

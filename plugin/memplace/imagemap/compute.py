@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memplace import contract
-from memplace.board import RELEASE_HANDSHAKES, Board, Context, Core, vector_align
-from memplace.errors import InputError
+from memplace.board import Board, Context, Core, vector_align
+from memplace.board.checks import MAX_RELEASED, check_generated_startup, main_context
 from memplace.imagemap.model import (
     CoreMap,
     FreeSection,
@@ -35,8 +35,8 @@ from memplace.planner.model import Plan, PoolUsage
 # Images that share a memory start on this boundary: past VTOR's 128 bytes, and a flash page
 # of the RP2040's (and most QSPI flashes).
 IMAGE_ALIGN = 256
-MAILBOX_BYTES = 128
 MAILBOX_SLOT = 16
+MAILBOX_BYTES = (MAX_RELEASED + 1) * MAILBOX_SLOT
 MAILBOX_DONE = 0x600DD0E5
 
 Slices = dict[tuple[str, str], tuple[int, int]]
@@ -57,7 +57,7 @@ def image_map(
     in each memory several images share (memory -> core -> bytes); without them such a
     memory is shared evenly. `sizing` gives every image all the room from its start, for
     the build that measures them."""
-    check_releases(board)
+    check_generated_startup(board)
     reserved = _reserved(plan)
     slices = _image_slices(board, reserved, sizes, sizing)
     box = mailbox(board, reserved)
@@ -71,19 +71,6 @@ def image_map(
     )
 
 
-def check_releases(board: Board) -> None:
-    """Every released core can be started by the code memplace generates."""
-    for core in board.cores.values():
-        if core.release is None or core.release.steps or core.release.handshake:
-            continue
-        raise InputError(
-            f"core {core.name} is released by {core.release.by}, but the board lists no "
-            f"release steps or handshake, so the generated startup code cannot start it; add "
-            f"the register `steps` that release it, or `handshake: {RELEASE_HANDSHAKES[0]}`",
-            key=f"cores.{core.name}.release",
-        )
-
-
 def storage_bytes(used: int) -> int:
     """Bytes of a pool's storage for `used` bytes: whole 8-byte words."""
     return -(-used // 8) * 8
@@ -93,16 +80,6 @@ def pool_storage(usage: PoolUsage, arena: tuple[str, int] | None) -> int:
     """Bytes of a pool's storage: what the plan uses, or the arena it must hold."""
     held = arena[1] if arena is not None and arena[0] == usage.name else 0
     return storage_bytes(max(usage.used, held))
-
-
-def main_context(board: Board, core: str) -> Context:
-    """The thread a core starts on: its first thread context with a stack."""
-    for context in board.contexts.values():
-        if context.core == core and context.kind == "thread" and context.stack:
-            return context
-    raise InputError(
-        f"core {core!r} has no thread context with a stack to start on", key="contexts"
-    )
 
 
 def pool_owner(board: Board, pool: PoolUsage) -> str:
@@ -119,19 +96,8 @@ def mailbox(board: Board, reserved: Mapping[str, int]) -> Mailbox | None:
     released = [core for core in board.cores.values() if core.release is not None]
     if not released:
         return None
-    # A slot for every released core, and one for the releasing core's step (the last).
-    if (len(released) + 1) * MAILBOX_SLOT > MAILBOX_BYTES:
-        raise InputError(
-            f"memplace releases at most {MAILBOX_BYTES // MAILBOX_SLOT - 1} cores", key="cores"
-        )
-    releasers = {core.release.by for core in released if core.release is not None}
-    if len(releasers) > 1:
-        raise InputError(
-            f"cores are released by {', '.join(sorted(releasers))}; memplace's "
-            "startup code releases them all from one core",
-            key="cores",
-        )
-    by = board.cores[releasers.pop()]
+    # One core releases them all (`board.checks.check_generated_startup`).
+    by = board.cores[next(core.release.by for core in released if core.release is not None)]
     involved = [by.name, *(core.name for core in released)]
     preferred = [
         board.memories[by.layout.data],
@@ -153,10 +119,10 @@ def mailbox(board: Board, reserved: Mapping[str, int]) -> Mailbox | None:
                 cores=tuple(core.name for core in released),
                 slots=len(released) + 1,
             )
-    raise InputError(
+    raise board.error(
+        "cores",
         f"no writable memory that cores {', '.join(involved)} all reach has room "
         "for the mailbox released cores report to",
-        key="cores",
     )
 
 
@@ -248,12 +214,12 @@ def image_ranges(
             start = _align(here.origin + index * ((end - here.origin) // len(holders)))
         if start < cursor and index > 0:
             before = holders[index - 1]
-            raise InputError(
+            raise board.error(
+                f"cores.{core}.boot",
                 f"memory {memory!r} holds the images of cores {', '.join(holders)}: the image "
                 f"of core {before!r} takes [0x{starts[before]:08x}, 0x{cursor:08x}), past "
                 f"0x{start:08x} where the vector table of core {core!r} starts; give core "
                 f"{core!r} a later `boot`, or its image a memory of its own",
-                key=f"cores.{core}.boot",
             )
         starts[core] = start
         cursor = start + measured.get(core, 0) if sizes is not None else start
@@ -261,12 +227,12 @@ def image_ranges(
     for index, core in enumerate(holders):
         stop = end if sizing or index + 1 == len(holders) else starts[holders[index + 1]]
         if starts[core] + measured.get(core, 0) > stop:
-            raise InputError(
+            raise board.error(
+                f"memories.{memory}",
                 f"memory {memory!r} holds the images of cores {', '.join(holders)}, "
                 f"{sum(measured.values())} bytes in all ("
                 + ", ".join(f"{c}: {measured.get(c, 0)}" for c in holders)
                 + f"), more than its {end - here.origin} bytes left for images",
-                key=f"memories.{memory}",
             )
         ranges[core] = (starts[core], stop)
     return ranges
