@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from memplace import contract
 from memplace.board import Board, Context, Core, vector_align
+from memplace.board import Release as BoardRelease
 from memplace.board.checks import MAX_RELEASED, check_generated_startup, main_context
 from memplace.imagemap.model import (
     CoreMap,
@@ -324,7 +325,7 @@ def _core_map(
         free=tuple(free_sections),
         release_table=_release_table(board, core),
         releases=tuple(
-            _release(board, other, slices)
+            _release(board, other, other.release, slices)
             for other in board.cores.values()
             if other.release is not None and other.release.by == core.name
         ),
@@ -399,22 +400,21 @@ def _free_sections(board: Board, free: list[Region]) -> list[FreeSection]:
     ]
 
 
-def _release(board: Board, core: Core, slices: Slices) -> Release:
-    if core.release is None:
-        raise ValueError(f"core {core.name} is released by no core")
+def _release(board: Board, core: Core, release: BoardRelease, slices: Slices) -> Release:
+    """How `core`'s releaser starts it (`release`, the core's own)."""
     main = main_context(board, core.name)
     budget = main.stack.size if main.stack is not None else 0
-    by = core.release.by
+    by = release.by
     vectors = board.memories[core.layout.vectors]
     return Release(
         core=core.name,
         context=main.name,
         budget=budget,
-        handshake=core.release.handshake,
+        handshake=release.handshake,
         # The vector table the core starts from, as it sees it and as its releaser does.
         vectors=core.boot,
         vectors_seen=core.boot - vectors.address_for(core.name) + vectors.address_for(by),
-        steps=tuple(ReleaseStep(s.action, s.address, s.value) for s in core.release.steps),
+        steps=tuple(ReleaseStep(s.action, s.address, s.value) for s in release.steps),
         copy_table=_release_table_address(board, core, slices),
     )
 
