@@ -87,7 +87,10 @@ def test_a_release_the_startup_code_cannot_perform_is_refused(
     board = load_board(_extending(tmp_path, "qemu-mps2-an521", "{by: cpu0, steps: []}"))
     with pytest.raises(InputError) as caught:
         _render(board)
+    # A rule of the board (`board.checks`), found when the project is rendered and shown
+    # where the board file says it.
     assert str(caught.value) == (
+        f"{tmp_path / 'board.yaml'}:6:14: "
         "cores.cpu1.release: core cpu1 is released by cpu0, but the board lists no release "
         "steps or handshake, so the generated startup code cannot start it; add the register "
         "`steps` that release it, or `handshake: rp2040-sio-fifo`"
