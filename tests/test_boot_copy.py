@@ -16,6 +16,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from conftest import PATIENCE, cli_error, has_toolchain, run_cli
+from memplace import contract
 from memplace.board import Board, load_board
 from memplace.project_files import run_record
 
@@ -301,13 +302,13 @@ def test_code_copied_to_ram_by_the_reset_code_runs_under_qemu(
     assert "ISR tick lands on it" in stdout
     board = Board.from_file(board_file)
     sections = _sections(out / "build" / "cpu0.elf")
-    for name in (".vectors", ".text"):
+    for name in (contract.VECTORS, ".text"):
         run, load, _ = sections[name]
         assert _inside(board, "cpu0", run_memory, run), name
         assert _inside(board, "cpu0", load_memory, load), name
     # The core boots on a table where the image is programmed, whose reset handler runs there.
-    assert sections[".memplace.boot_vectors"][:2] == (0x0, 0x0)
-    boot_run, boot_load, _ = sections[".memplace.boot"]
+    assert sections[contract.BOOT_VECTORS][:2] == (0x0, 0x0)
+    boot_run, boot_load, _ = sections[contract.BOOT]
     assert boot_run == boot_load and _inside(board, "cpu0", load_memory, boot_run)
     startup = (out / "memplace" / "cpu0" / "startup.c").read_text()
     assert '"    ldr   r1, =0xE000ED08\\n" /* VTOR */' in startup
@@ -359,8 +360,8 @@ def test_a_vector_table_left_in_the_load_memory_is_where_the_core_boots(
     assert code == 0, stdout + err
     assert "run: passed" in stdout and "ISR tick lands on it" in stdout
     sections = _sections(out / "build" / "cpu0.elf")
-    assert sections[".vectors"][:2] == (0x0, 0x0)  # first, where the core boots
-    assert sections[".memplace.boot"][0] > sections[".vectors"][0]
+    assert sections[contract.VECTORS][:2] == (0x0, 0x0)  # first, where the core boots
+    assert sections[contract.BOOT][0] > sections[contract.VECTORS][0]
 
 
 @pytest.mark.qemu
@@ -373,7 +374,7 @@ def test_two_images_copied_out_of_one_load_memory_each_start_at_their_boot(
     code, stdout, err = run_cli(capsys, "check", board_file, workload, "--out", out)
     assert code == 0, stdout + err
     assert "run: passed" in stdout and "verify: ok" in stdout
-    assert _sections(out / "build" / "cpu1.elf")[".memplace.boot_vectors"][:2] == (
+    assert _sections(out / "build" / "cpu1.elf")[contract.BOOT_VECTORS][:2] == (
         0x10100000,
         0x10100000,
     )
@@ -428,11 +429,11 @@ def test_an_image_its_releaser_copies_runs_under_qemu(
     assert "run: passed" in stdout and "stack main1: measured" in stdout
     board = Board.from_file(board_file)
     sections = _sections(out / "build" / "cpu1.elf")
-    for name in (".vectors", ".text"):
+    for name in (contract.VECTORS, ".text"):
         run, load, _ = sections[name]
         assert _inside(board, "cpu1", "ssram2", run), name
         assert _inside(board, "cpu1", "ssram1", load), name
-    assert sections[".memplace.release_table"][0] == 0x38000000
+    assert sections[contract.RELEASE_TABLE][0] == 0x38000000
     startup = (out / "memplace" / "cpu0" / "startup.c").read_text()
     assert "memplace_copy_released((const volatile uint32_t *)0x38000000u)" in startup
 
@@ -447,7 +448,7 @@ def test_a_released_image_never_programmed_fails_the_run(
     assert run_cli(capsys, "generate", board_file, workload, "--out", out)[0] == 0
     assert run_cli(capsys, "build", out)[0] == 0
     # The release table's magic word, gone: as if CPU1's image had never been programmed.
-    _patch_section(out / "build" / "cpu1.elf", ".memplace.release_table", 0, b"\0\0\0\0")
+    _patch_section(out / "build" / "cpu1.elf", contract.RELEASE_TABLE, 0, b"\0\0\0\0")
     code, stdout, err = run_cli(capsys, "run", out)
     assert code == 1, stdout + err
     console = json.loads(run_record(out).read_text())["output"]
@@ -465,17 +466,17 @@ def test_the_boot_rom_copy_is_written_into_the_linker_script_and_checked(
     board_file, workload, out = project(RT1176_ROM_COPY, ", users: [main_m4]")
     assert run_cli(capsys, "generate", board_file, workload, "--out", out)[0] == 0
     script = (out / "memplace" / "cm7" / "linker.ld").read_text()
-    assert "__memplace_rom_copy_load = LOADADDR(.vectors);" in script
-    assert "__memplace_rom_copy_run = ADDR(.vectors);" in script
+    assert f"{contract.ROM_COPY_LOAD} = LOADADDR({contract.VECTORS});" in script
+    assert f"{contract.ROM_COPY_RUN} = ADDR({contract.VECTORS});" in script
     assert run_cli(capsys, "build", out)[0] == 0
     code, stdout, _ = run_cli(capsys, "verify", out)
     assert code == 0, stdout
     symbols = _symbols(out / "build" / "cm7.elf")
     sections = _sections(out / "build" / "cm7.elf")
-    assert symbols["__memplace_rom_copy_load"] == sections[".vectors"][1] == 0x30002000
-    assert symbols["__memplace_rom_copy_run"] == sections[".vectors"][0] == 0x00000000
+    assert symbols[contract.ROM_COPY_LOAD] == sections[contract.VECTORS][1] == 0x30002000
+    assert symbols[contract.ROM_COPY_RUN] == sections[contract.VECTORS][0] == 0x00000000
     text_end = sections[".text"][0] + sections[".text"][2]
-    assert symbols["__memplace_rom_copy_size"] >= text_end
+    assert symbols[contract.ROM_COPY_SIZE] >= text_end
     # The same image with .text loaded apart from the block the ROM copies.
     elf = out / "build" / "cm7.elf"
     subprocess.run(

@@ -16,6 +16,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from conftest import cli_error, run_cli
+from memplace import contract
 
 pytestmark = pytest.mark.qemu
 
@@ -243,7 +244,7 @@ def test_a_table_the_reset_code_copies_is_aligned_for_vtor_and_wires_the_line(
     assert "ALIGN(256)" in (tmp_path / "p" / "memplace" / "cpu0" / "linker.ld").read_text()
     elf = tmp_path / "p" / "build" / "cpu0.elf"
     with elf.open("rb") as handle:
-        vectors = ELFFile(handle).get_section_by_name(".vectors")
+        vectors = ELFFile(handle).get_section_by_name(contract.VECTORS)
         assert vectors is not None and vectors["sh_addralign"] == 256
         assert vectors["sh_addr"] % 256 == 0 and vectors["sh_size"] == 48 * 4
         table = vectors.data()

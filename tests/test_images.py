@@ -18,6 +18,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from conftest import PATIENCE, cli_error, run_cli
+from memplace import contract
 from memplace.board import load_board
 from memplace.project_files import BUILD_DIR
 from memplace.schema import board_schema
@@ -350,7 +351,7 @@ def test_two_cores_run_one_image_under_qemu(
     board = load_board(path)
     with (out / BUILD_DIR / "cpu0.elf").open("rb") as stream:
         elf = ELFFile(stream)
-        table = elf.get_section_by_name(".vectors.cpu1")
+        table = elf.get_section_by_name(contract.vectors_section("cpu1"))
         assert table is not None and table["sh_addr"] == 0x10000800 == board.cores["cpu1"].boot
         sp, _reset = struct.unpack("<II", table.data()[:8])
         stack = board.contexts["main1"].stack
@@ -388,7 +389,7 @@ def test_the_rp2040_builds_one_image_both_cores_run(
     assert bounds["main"] > 0 and bounds["main1"] > 0
     with (out / BUILD_DIR / "core0.elf").open("rb") as stream:
         elf = ELFFile(stream)
-        table = elf.get_section_by_name(".vectors.core1")
+        table = elf.get_section_by_name(contract.vectors_section("core1"))
         assert table is not None and table["sh_addr"] == 0x10000900
         sp, reset = struct.unpack("<II", table.data()[:8])
         symbols = elf.get_section_by_name(".symtab")
@@ -428,8 +429,8 @@ def test_the_rp2040s_core1_wires_its_own_device_interrupt_in_the_shared_image(
     assert stacks["main"]["interrupts"] == []
     with (out / BUILD_DIR / "core0.elf").open("rb") as stream:
         elf = ELFFile(stream)
-        table = elf.get_section_by_name(".vectors.core1")
-        own = elf.get_section_by_name(".vectors")
+        table = elf.get_section_by_name(contract.vectors_section("core1"))
+        own = elf.get_section_by_name(contract.VECTORS)
         assert table is not None and own is not None
         assert table["sh_addr"] == 0x10000900 and table.data_size == (16 + 26) * 4
         assert own.data_size == (16 + 26) * 4
@@ -449,9 +450,8 @@ def test_a_moved_vector_table_is_a_verify_finding(
     out = tmp_path / "p"
     assert run_cli(capsys, "generate", path, workload, "--out", out)[0] == 0
     script = out / "memplace/cpu0/linker.ld"
-    script.write_text(
-        script.read_text().replace(".vectors.cpu1 0x10000800", ".vectors.cpu1 0x10000c00")
-    )
+    joined = contract.vectors_section("cpu1")
+    script.write_text(script.read_text().replace(f"{joined} 0x10000800", f"{joined} 0x10000c00"))
     assert run_cli(capsys, "build", out)[0] == 0
     code, stdout, _ = run_cli(capsys, "verify", out, "--json")
     assert code == 1
@@ -579,11 +579,11 @@ def test_a_joining_core_takes_device_interrupts_on_its_own_lines_under_qemu(
         symbols = image.get_section_by_name(".symtab")
         assert isinstance(symbols, SymbolTableSection)
         named = [s for s in symbols.iter_symbols() if s.name]
-        table = image.get_section_by_name(".vectors.cpu1")
+        table = image.get_section_by_name(contract.vectors_section("cpu1"))
         assert table is not None and table["sh_addr"] == 0x10000800
         assert table.data_size == (16 + 124) * 4
         cpu1_line8 = struct.unpack_from("<I", table.data(), 4 * (16 + 8))[0]
-        own = image.get_section_by_name(".vectors")
+        own = image.get_section_by_name(contract.VECTORS)
         assert own is not None
         cpu0_line8 = struct.unpack_from("<I", own.data(), 4 * (16 + 8))[0]
     # One function of each name in the image: each core's line 8 goes to its own isr.

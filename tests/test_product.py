@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PATIENCE, cli_error, run_cli
-from memplace import process, resources
+from memplace import contract, process, resources
 from memplace.board import load_board
 from memplace.cli import main
 from memplace.codegen import render
@@ -381,7 +381,7 @@ def test_pools_show_their_fill_and_free_room_is_the_applications() -> None:
     assert "  dtcm                     (rw) : ORIGIN = 0x20000000, LENGTH = 0x0003c000" in script
     # Its capacity, not its use: ld's memory report shows 82% of it used.
     assert "  pool_dtcm_ws             (rw) : ORIGIN = 0x2003c000, LENGTH = 0x00040000" in script
-    assert "  .memplace.free.dtcm.bss (NOLOAD) : ALIGN(4)" in script
+    assert f"  {contract.free_section('dtcm')}.bss (NOLOAD) : ALIGN(4)" in script
 
 
 def test_version_and_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import ARMAttributesSection, Symbol, SymbolTableSection
 
-from memplace import resources, workflow
+from memplace import contract, resources, workflow
 from memplace.board import Board, load_board
 from memplace.build import build
 from memplace.planner import plan
@@ -144,12 +144,12 @@ def test_the_vector_table_starts_where_the_core_boots(
         # where the image is programmed, and moves VTOR to .vectors. A core that runs
         # another core's image starts from a table of its own in it.
         moved = core.layout.copy == "reset" and core.layout.vectors != core.layout.load
-        table = ".vectors" if core.image is None else f".vectors.{core.name}"
+        table = contract.VECTORS if core.image is None else contract.vectors_section(core.name)
         with (folder / BUILD_DIR / f"{core.image_name}.elf").open("rb") as stream:
             elf = ELFFile(stream)
             section = elf.get_section_by_name(table)
             assert section is not None
-            boot = elf.get_section_by_name(".memplace.boot_vectors") if moved else section
+            boot = elf.get_section_by_name(contract.BOOT_VECTORS) if moved else section
             assert boot is not None
             assert boot["sh_addr"] == core.boot
             assert start <= section["sh_addr"] < start + vectors.size
@@ -185,7 +185,9 @@ def test_each_core_has_a_vector_table_of_its_own_nvics_lines(
     for core in board.cores.values():
         assert core.interrupts == lines[core.name]
         image = core.image or core.name
-        section_name = ".vectors" if core.image is None else f".vectors.{core.name}"
+        section_name = (
+            contract.VECTORS if core.image is None else contract.vectors_section(core.name)
+        )
         with (folder / BUILD_DIR / f"{image}.elf").open("rb") as stream:
             section = ELFFile(stream).get_section_by_name(section_name)
             assert section is not None, (core.name, section_name)
@@ -206,7 +208,7 @@ def test_the_vector_table_holds_every_device_line_with_its_isr_wired(
         assert core.interrupts == 150
         with (folder / BUILD_DIR / f"{core.name}.elf").open("rb") as stream:
             elf = ELFFile(stream)
-            section = elf.get_section_by_name(".vectors")
+            section = elf.get_section_by_name(contract.VECTORS)
             assert section is not None and section["sh_size"] == 4 * (16 + 150)
             table = section.data()
             symbols = _symbols(elf)

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from memplace import contract
 from memplace.board import Board
 from memplace.contract import pool_section, stack_section
 from memplace.planner.model import Plan, PoolUsage, StackUsage
@@ -166,13 +167,13 @@ def test_the_copy_table_must_copy_each_load_copy_whole() -> None:
     images = good_images()
     cpu0 = images["cpu0"]
     table = struct.pack("<3I", 0x404, 0x20000000, 0x40)  # from the wrong place
-    sections = [*cpu0.sections, Section(".memplace.copy_table", 0x500, 12)]
+    sections = [*cpu0.sections, Section(contract.COPY_TABLE, 0x500, 12)]
     symbols = [
         *cpu0.symbols,
-        Symbol("__memplace_copy_table_start", 0x500, 0, "notype", section=".memplace.copy_table"),
-        Symbol("__memplace_copy_table_end", 0x50C, 0, "notype", section=".memplace.copy_table"),
+        Symbol(contract.COPY_TABLE_START, 0x500, 0, "notype", section=contract.COPY_TABLE),
+        Symbol(contract.COPY_TABLE_END, 0x50C, 0, "notype", section=contract.COPY_TABLE),
     ]
-    images["cpu0"] = image("cpu0", sections, symbols, contents={".memplace.copy_table": table})
+    images["cpu0"] = image("cpu0", sections, symbols, contents={contract.COPY_TABLE: table})
     assert findings(images) == [
         (
             "load-copy",
@@ -181,11 +182,11 @@ def test_the_copy_table_must_copy_each_load_copy_whole() -> None:
             "is 64 bytes at 0x00000400",
         )
     ]
-    empty = {".memplace.copy_table": b""}
+    empty = {contract.COPY_TABLE: b""}
     images["cpu0"] = image(
         "cpu0",
-        [*cpu0.sections, Section(".memplace.copy_table", 0x500, 0)],
-        [*symbols[:-1], Symbol("__memplace_copy_table_end", 0x500, 0, "notype")],
+        [*cpu0.sections, Section(contract.COPY_TABLE, 0x500, 0)],
+        [*symbols[:-1], Symbol(contract.COPY_TABLE_END, 0x500, 0, "notype")],
         contents=empty,
     )
     assert [(c, s) for c, s, _ in findings(images)] == [("load-copy", ".data")]

@@ -517,7 +517,8 @@ def _vector_table(image: Image, core: Core) -> int:
     if not core.layout.moves_vectors:
         return core.boot
     symbol = image.get_symbol(contract.vectors_symbol())
-    section = image.get_section(contract.vectors_section())
+    # Else the section most startup code (CMSIS's, memplace's own) keeps its table in.
+    section = image.get_section(".vectors")
     if symbol is not None:
         return symbol.address
     return section.address if section is not None else core.boot
