@@ -142,7 +142,7 @@ def test_the_templates_take_every_name_from_the_contract(
         if name.isupper() and isinstance(value, str) and "memplace" in value:
             renamed[name] = value
             monkeypatch.setattr(contract, name, value.replace("memplace", "zz"))
-    assert {"COPY_TABLE", "STACK_START", "MAILBOX_SYMBOL"} <= set(renamed)
+    assert {"STACK_START", "MAILBOX_SYMBOL", "ZERO_TABLE_START"} <= set(renamed)
     for board_name in ("qemu-mps3-an547", "qemu-mps2-an521", "imxrt1176", "stm32h747", "alif-e7"):
         chosen = load_board(board_name)
         workload = demo_workload if board_name == "qemu-mps3-an547" else _any_board_demo()

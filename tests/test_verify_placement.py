@@ -76,7 +76,7 @@ def image(core: str, sections: list[Section], symbols: list[Symbol], **extra: An
 
 
 def stack(context: str, address: int) -> tuple[Section, Symbol]:
-    name = f".memplace.stack.{context}"
+    name = stack_section(context)
     return (
         Section(name, address, 0x800, nobits=True),
         Symbol(f"memplace_stack_{context}", address, 0x800, "object", section=name),
