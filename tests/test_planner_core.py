@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -95,3 +96,30 @@ def test_a_search_reads_the_clock_within_a_node(search: Any) -> None:
     status, _, nodes = search(blocks, "WAT", total, 10**12, 0.2)
     assert status == core.TIME_LIMIT
     assert nodes < 1024
+
+
+@pytest.mark.parametrize("longest", [8, 200])
+def test_first_fit_twins_agree_on_many_blocks(longest: int) -> None:
+    # Hundreds of blocks: each first fit meets dozens of placed ones (the compiled core
+    # sorts them its own way), and lifetimes of up to 200 steps make the compiled core
+    # index the blocks that start inside a long one by the tree, not step by step.
+    if core.compiled() is None:
+        pytest.skip("the compiled core is not built")
+    rng = random.Random(longest)
+    blocks = []
+    for _ in range(600):
+        first = rng.randrange(300)
+        blocks.append(Block(16 * rng.randint(1, 64), first, first + rng.randrange(longest), 16))
+    capacities = [4096, None]
+    candidates = [[0, 1] if i % 3 else [1] for i in range(len(blocks))]
+    order = list(range(len(blocks)))
+    rng.shuffle(order)
+    compiled = core.assign(blocks, order, candidates, capacities)
+    assert compiled == core.assign_python(blocks, order, candidates, capacities)
+    assert set(compiled.place) == {0, 1}
+    for p in (0, 1):
+        members = [i for i, chosen in enumerate(compiled.place) if chosen == p]
+        offsets = [compiled.offset[i] for i in members]
+        names = [str(i) for i in members]
+        problems = placement_problems([blocks[i] for i in members], offsets, 10**9, names)
+        assert problems == []

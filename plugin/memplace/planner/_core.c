@@ -96,75 +96,158 @@ static int section_lengths(int n, const i64 *first, const i64 *last, i64 *length
 }
 
 /* ------------------------------------------------------------------------------------- */
-/* First fit. Per place, two segment trees over sections index the placed blocks: `cover`
- * holds each block in the nodes that tile its range, `starts` holds it in every ancestor
- * of its first section. The placed blocks a new block [a, b) conflicts with are those
- * covering section a (a stabbing query on `cover`) plus those starting inside (a, b) (a
- * range query on `starts`): two disjoint sets, each found in O(log sections + answers). */
+/* First fit. Per place, the placed blocks are indexed over sections so that the ones a new
+ * block [a, b) conflicts with are found in O(log sections + answers): those covering
+ * section a (a stabbing query on `cover`, a segment tree holding each block in the nodes
+ * that tile its range) plus those starting inside (a, b) (`leaf` k holds the blocks whose
+ * first section is k; a range wider than NARROW sections asks `starts`, which holds each
+ * block in every ancestor of its first section, kept only when some block is that wide).
+ * The lists hold each block's offset and end rather than its number, and all lists of a
+ * kind share one array, laid out before the first block is placed (every block that may
+ * come is counted): a query reads neighbouring memory, so a million blocks cost little
+ * more per block than a thousand, though they come in no order of time. */
 
-typedef struct { int *items; int len, cap; } vec;
-
-static int vec_push(vec *v, int item) {
-    if (v->len == v->cap) {
-        int cap = v->cap ? 2 * v->cap : 4;
-        int *items = realloc(v->items, sizeof(int) * (size_t)cap);
-        if (!items) return -1;
-        v->items = items;
-        v->cap = cap;
-    }
-    v->items[v->len++] = item;
-    return 0;
-}
-
-typedef struct { vec *cover, *starts; int leaves; } packer;
+#define NARROW 32 /* sections a query walks leaf by leaf rather than through `starts` */
 
 typedef struct { i64 offset, end; } span;
 
-static int cmp_span(const void *x, const void *y) {
-    const span *a = x, *b = y;
-    return (a->offset > b->offset) - (a->offset < b->offset);
+/* Lists in one array, in the order of their numbers: list k holds len[k] items from
+ * start[k] (its room ends at start[k + 1]). */
+typedef struct { span *items; int *start, *len; } lists;
+typedef struct { int *items; int *start, *len; } index_lists;
+
+typedef struct { lists cover, leaf; index_lists starts; int leaves, wide; } packer;
+
+/* The nodes of a segment tree of `leaves` leaves that tile sections [a, b), into `node`
+ * (room for 64); returns how many. */
+static int tiles(int leaves, int a, int b, int *node) {
+    int count = 0;
+    for (int lo = a + leaves, hi = b + leaves; lo < hi; lo /= 2, hi /= 2) {
+        if (lo & 1) node[count++] = lo++;
+        if (hi & 1) node[count++] = --hi;
+    }
+    return count;
 }
 
-static int packer_init(packer *p, int sections) {
+static int *counts(size_t lists) { return calloc(lists + 1, sizeof(int)); }
+
+/* Room for every block that has `place` among its candidates, counted first and then laid
+ * out. `wide`: some block spans more than NARROW sections, so `starts` is kept. */
+static int packer_init(packer *p, int sections, int wide, int n, const int *a, const int *b,
+                       const int *cand_start, const int *places, int place) {
+    int node[64];
     p->leaves = 1;
     while (p->leaves < sections) p->leaves *= 2;
-    p->cover = calloc((size_t)(2 * p->leaves), sizeof(vec));
-    p->starts = calloc((size_t)(2 * p->leaves), sizeof(vec));
-    return p->cover && p->starts ? 0 : -1;
+    p->wide = wide;
+    size_t nodes = 2 * (size_t)p->leaves, leaves = (size_t)p->leaves;
+    p->cover.start = counts(nodes), p->cover.len = counts(nodes);
+    p->leaf.start = counts(leaves), p->leaf.len = counts(leaves);
+    p->starts.start = counts(leaves), p->starts.len = counts(leaves);
+    if (!p->cover.start || !p->cover.len || !p->leaf.start || !p->leaf.len ||
+        !p->starts.start || !p->starts.len)
+        return -1;
+    for (int i = 0; i < n; i++) { /* how many items each list may get, in start[k + 1] */
+        int mine = 0;
+        for (int k = cand_start[i]; k < cand_start[i + 1]; k++) mine |= places[k] == place;
+        if (!mine) continue;
+        p->leaf.start[a[i] + 1]++;
+        for (int k = tiles(p->leaves, a[i], b[i], node); k-- > 0;) p->cover.start[node[k] + 1]++;
+        for (int up = (a[i] + p->leaves) / 2; wide && up >= 1; up /= 2) p->starts.start[up + 1]++;
+    }
+    for (size_t k = 0; k < nodes; k++) p->cover.start[k + 1] += p->cover.start[k];
+    for (size_t k = 0; k < leaves; k++) p->leaf.start[k + 1] += p->leaf.start[k];
+    for (size_t k = 0; k < leaves; k++) p->starts.start[k + 1] += p->starts.start[k];
+    p->cover.items = malloc(sizeof(span) * ((size_t)p->cover.start[nodes] + 1));
+    p->leaf.items = malloc(sizeof(span) * ((size_t)p->leaf.start[leaves] + 1));
+    p->starts.items = malloc(sizeof(int) * ((size_t)p->starts.start[leaves] + 1));
+    return p->cover.items && p->leaf.items && p->starts.items ? 0 : -1;
 }
 
 static void packer_free(packer *p) {
-    for (int i = 0; p->cover && i < 2 * p->leaves; i++) free(p->cover[i].items);
-    for (int i = 0; p->starts && i < 2 * p->leaves; i++) free(p->starts[i].items);
-    free(p->cover);
-    free(p->starts);
+    free(p->cover.items), free(p->cover.start), free(p->cover.len);
+    free(p->leaf.items), free(p->leaf.start), free(p->leaf.len);
+    free(p->starts.items), free(p->starts.start), free(p->starts.len);
 }
 
-static int packer_add(packer *p, int block, int a, int b) {
-    int bad = 0;
-    for (int lo = a + p->leaves, hi = b + p->leaves; lo < hi; lo /= 2, hi /= 2) {
-        if (lo & 1) bad |= vec_push(&p->cover[lo++], block);
-        if (hi & 1) bad |= vec_push(&p->cover[--hi], block);
-    }
-    for (int node = a + p->leaves; node >= 1; node /= 2) bad |= vec_push(&p->starts[node], block);
-    return bad;
+static void push(lists *l, int k, i64 offset, i64 end) {
+    span *s = &l->items[l->start[k] + l->len[k]++];
+    s->offset = offset;
+    s->end = end;
 }
 
-static int gather(span **buf, int *cap, int len, const vec *v, const i64 *offset,
-                  const i64 *size) {
-    if (len + v->len > *cap) {
-        int grown = 2 * (len + v->len);
-        span *more = realloc(*buf, sizeof(span) * (size_t)grown);
-        if (!more) return -1;
-        *buf = more;
+static void packer_add(packer *p, int block, int a, int b, i64 offset, i64 end) {
+    int node[64];
+    push(&p->leaf, a, offset, end);
+    for (int k = tiles(p->leaves, a, b, node); k-- > 0;) push(&p->cover, node[k], offset, end);
+    for (int up = (a + p->leaves) / 2; p->wide && up >= 1; up /= 2)
+        p->starts.items[p->starts.start[up] + p->starts.len[up]++] = block;
+}
+
+/* The spans of list k appended to `*buf` (of `*cap` spans, `len` used, grown if need be):
+ * the new length, or -1 without memory. */
+static int gather(span **buf, int *cap, int len, const lists *l, int k) {
+    int more = l->len[k];
+    if (len + more > *cap) {
+        int grown = 2 * (len + more);
+        span *bigger = realloc(*buf, sizeof(span) * (size_t)grown);
+        if (!bigger) return -1;
+        *buf = bigger;
         *cap = grown;
     }
-    for (int k = 0; k < v->len; k++) {
-        int j = v->items[k];
-        (*buf)[len + k].offset = offset[j];
-        (*buf)[len + k].end = offset[j] + size[j];
+    if (more) memcpy(*buf + len, l->items + l->start[k], sizeof(span) * (size_t)more);
+    return len + more;
+}
+
+/* The same for the blocks that `starts` node k holds by number. */
+static int gather_blocks(span **buf, int *cap, int len, const index_lists *l, int k,
+                         const i64 *offset, const i64 *size) {
+    int more = l->len[k];
+    if (len + more > *cap) {
+        int grown = 2 * (len + more);
+        span *bigger = realloc(*buf, sizeof(span) * (size_t)grown);
+        if (!bigger) return -1;
+        *buf = bigger;
+        *cap = grown;
     }
-    return len + v->len;
+    for (int m = 0; m < more; m++) {
+        int j = l->items[l->start[k] + m];
+        (*buf)[len + m].offset = offset[j];
+        (*buf)[len + m].end = offset[j] + size[j];
+    }
+    return len + more;
+}
+
+/* Spans in order of offset (the order among equal offsets does not change a first fit):
+ * a quicksort on the median of three, insertion sort below 16. */
+static void sort_spans(span *s, int n) {
+    while (n > 16) {
+        i64 x = s[0].offset, y = s[n / 2].offset, z = s[n - 1].offset;
+        i64 pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        int i = 0, j = n - 1;
+        for (;;) {
+            while (s[i].offset < pivot) i++;
+            while (s[j].offset > pivot) j--;
+            if (i >= j) break;
+            span t = s[i];
+            s[i++] = s[j];
+            s[j--] = t;
+        }
+        /* s[0..j] <= pivot <= s[j+1..n): the smaller side recursively, the larger here */
+        if (j + 1 < n - j - 1) {
+            sort_spans(s, j + 1);
+            s += j + 1;
+            n -= j + 1;
+        } else {
+            sort_spans(s + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (int i = 1; i < n; i++) {
+        span t = s[i];
+        int k = i;
+        for (; k > 0 && s[k - 1].offset > t.offset; k--) s[k] = s[k - 1];
+        s[k] = t;
+    }
 }
 
 /* The lowest offset aligned to `align` where `size` bytes overlap none of the placed
@@ -173,13 +256,18 @@ static i64 packer_fit(const packer *p, int a, int b, i64 size, i64 align, const 
                       const i64 *sizes, span **buf, int *cap) {
     int len = 0;
     for (int node = a + p->leaves; node >= 1 && len >= 0; node /= 2)
-        len = gather(buf, cap, len, &p->cover[node], offset, sizes);
-    for (int lo = a + 1 + p->leaves, hi = b + p->leaves; lo < hi && len >= 0; lo /= 2, hi /= 2) {
-        if (lo & 1) len = gather(buf, cap, len, &p->starts[lo++], offset, sizes);
-        if (hi & 1 && len >= 0) len = gather(buf, cap, len, &p->starts[--hi], offset, sizes);
+        len = gather(buf, cap, len, &p->cover, node);
+    if (b - a - 1 <= NARROW || !p->wide) {
+        for (int k = a + 1; k < b && len >= 0; k++) len = gather(buf, cap, len, &p->leaf, k);
+    } else {
+        int node[64];
+        for (int k = tiles(p->leaves, a + 1, b, node); k-- > 0 && len >= 0;)
+            len = node[k] >= p->leaves
+                      ? gather(buf, cap, len, &p->leaf, node[k] - p->leaves)
+                      : gather_blocks(buf, cap, len, &p->starts, node[k], offset, sizes);
     }
     if (len < 0) return -1;
-    if (len > 1) qsort(*buf, (size_t)len, sizeof(span), cmp_span);
+    sort_spans(*buf, len);
     i64 cursor = 0;
     for (int k = 0; k < len; k++) {
         if (cursor + size <= (*buf)[k].offset) break;
@@ -200,15 +288,17 @@ static i64 packer_fit(const packer *p, int a, int b, i64 size, i64 align, const 
 int mp_assign(int n, const i64 *size, const i64 *first, const i64 *last, const i64 *align,
               const int *order, const int *cand_start, const int *places, int nplaces,
               const i64 *capacity, int *chosen, i64 *offset, i64 *ends) {
-    int result = 0, cap = 0;
+    int result = 0, cap = 0, wide = 0;
     span *buf = NULL;
     int *a = malloc(sizeof(int) * (size_t)(n + 1)), *b = malloc(sizeof(int) * (size_t)(n + 1));
     packer *packers = calloc((size_t)(nplaces > 0 ? nplaces : 1), sizeof(packer));
     if (!a || !b || !packers) { result = -1; goto done; }
     int sections = cut_sections(n, first, last, a, b);
     if (sections < 0) { result = -1; goto done; }
+    for (int i = 0; i < n; i++) wide |= b[i] - a[i] - 1 > NARROW;
     for (int p = 0; p < nplaces; p++)
-        if (packer_init(&packers[p], sections > 0 ? sections : 1)) { result = -1; goto done; }
+        if (packer_init(&packers[p], sections > 0 ? sections : 1, wide, n, a, b, cand_start,
+                        places, p)) { result = -1; goto done; }
     for (int k = 0; k < cand_start[n]; k++) ends[k] = -1;
     for (int i = 0; i < n; i++) chosen[i] = -1;
     for (int t = 0; t < n && result >= 0; t++) {
@@ -221,7 +311,7 @@ int mp_assign(int n, const i64 *size, const i64 *first, const i64 *last, const i
             if (capacity[places[k]] < 0 || ends[k] <= capacity[places[k]]) {
                 chosen[i] = places[k];
                 offset[i] = at;
-                if (packer_add(p, i, a[i], b[i])) result = -1;
+                packer_add(p, i, a[i], b[i], at, at + size[i]);
                 break;
             }
         }
@@ -235,6 +325,7 @@ done:
     free(b);
     return result;
 }
+
 
 /* ------------------------------------------------------------------------------------- */
 /*
