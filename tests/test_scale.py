@@ -99,6 +99,24 @@ def test_a_plan_names_only_the_steps_where_something_starts_or_ends() -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "pool", "stack", "reason", "dynamic"),
+    [
+        ("b0", "arena_ws", None, "fastest pool reachable by main", False),
+        ("q\"uote\\d", None, "main.thread0", "\u00e9t\u00e9 \U0001f600\n\t", True),
+    ],
+)
+def test_a_placement_is_written_as_json_writes_it(
+    name: str, pool: str | None, stack: str | None, reason: str, dynamic: bool
+) -> None:
+    # The plan's JSON writes each placement by hand, to be quick on a million of them: the
+    # same bytes as json.dumps, escapes and all.
+    from memplace.planner.model import Placement, _placement_json, _placement_line
+
+    placement = Placement(name, "buffer", pool, stack, 64, 48, 16, 3, 9, reason, None, dynamic)
+    assert _placement_line(placement) == json.dumps(_placement_json(placement))
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "a: 1\nb: [x, 'y', \"z\", 010, 0x1f, 1_000, 3.5, .inf, yes, No, ~, '', 12K]\n",

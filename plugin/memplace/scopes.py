@@ -115,7 +115,7 @@ def valid_scopes(board: Board) -> list[str]:
 
 def resolve(board: Board, workload: Workload) -> list[Candidates]:
     known = _BoardScopes(board)
-    return [_resolve(known, buffer) for buffer in workload.buffers]
+    return [known.resolve(buffer) for buffer in workload.buffers]
 
 
 def resolve_buffer(board: Board, buffer: Buffer) -> Candidates:
@@ -139,6 +139,26 @@ class _BoardScopes:
         self.stacks = stack_places(board)
         self.pools = pool_places(board)
         self.known: dict[tuple[object, ...], _Sifted] = {}
+        self.resolved: dict[tuple[object, ...], Candidates] = {}
+
+    def resolve(self, buffer: Buffer) -> Candidates:
+        """`_resolve` of the buffer, from the answer for an earlier buffer that differs from
+        it in nothing `_resolve` reads (its name, alignment and lifetime but whether it
+        lives one step), where there was one: only answers are kept, so every buffer that
+        breaks a rule is refused under its own name."""
+        key = (
+            buffer.scope,
+            buffer.kind,
+            buffer.users,
+            buffer.pools,
+            buffer.dynamic,
+            buffer.size,
+            buffer.first == buffer.last,
+        )
+        known = self.resolved.get(key)
+        if known is None:
+            known = self.resolved[key] = _resolve(self, buffer)
+        return Candidates(buffer, known.users, known.places, known.pinned, known.excluded)
 
     def sift(self, buffer: Buffer, users: tuple[str, ...], stacks: bool) -> _Sifted:
         """The stacks (or the pools) of the board that `buffer` may take, and why not the

@@ -27,6 +27,7 @@ from memplace.source import (
     Document,
     Node,
     Path_,
+    fewer_collections,
     name_problem,
     suggest,
 )
@@ -143,8 +144,9 @@ class Workload:
     def from_file(cls, path: Path, data_root: Path | None = None) -> Workload:
         """The workload file at `path`; its `data_file`s are read from inside its folder,
         or from inside `data_root` when given."""
-        doc = Document.from_file(path)
-        workload = _WorkloadReader(doc, path.parent, data_root).read()
+        with fewer_collections():
+            doc = Document.from_file(path)
+            workload = _WorkloadReader(doc, path.parent, data_root).read()
         doc.data = None  # the buffers keep the positions only
         return workload
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from memplace.board import Board
 from memplace.errors import InputError, MemplaceError
-from memplace.planner.alignment import aligned_offset, misaligned, planning_block
+from memplace.planner.alignment import Alignment
 from memplace.planner.arena import plan_with_arenas
 from memplace.planner.assign import Assigned, assign_places
 from memplace.planner.auto import auto
@@ -37,7 +37,7 @@ from memplace.planner.hillclimb import hill_climb
 from memplace.planner.model import ASSIGNMENT, Placement, Plan, PoolUsage, StackUsage
 from memplace.planner.windows import windows
 from memplace.scopes import Candidates, Place, resolve, stack_sizes
-from memplace.source import suggest
+from memplace.source import fewer_collections, suggest
 from memplace.workload import Buffer, Workload
 
 __all__ = [
@@ -99,14 +99,15 @@ def plan(
     clock = Clock(time_limit)
     work = int(WORK * effort)
     users: dict[str, tuple[str, ...]] = {}
-    result = plan_with_arenas(
-        board,
-        workload,
-        lambda w, share: _plan(board, w, algorithm, int(work * share), clock, seed, users),
-    )
-    # The first planning resolves every buffer of the workload (a second one, of arenas,
-    # adds their blocks).
-    result = replace(result, users={b.name: users[b.name] for b in workload.buffers})
+    with fewer_collections():
+        result = plan_with_arenas(
+            board,
+            workload,
+            lambda w, share: _plan(board, w, algorithm, int(work * share), clock, seed, users),
+        )
+        # The first planning resolves every buffer of the workload (a second one, of
+        # arenas, adds their blocks).
+        result = replace(result, users={b.name: users[b.name] for b in workload.buffers})
     if clock.stopped:
         return replace(result, stopped=clock.nodes)
     return result
@@ -130,7 +131,8 @@ def _plan(
     # The greedy algorithms assign greedily too; the others give spilled buffers a second
     # chance at faster places, with an offset search there.
     searching = algorithm not in ("greedy-size", "greedy-conflicts")
-    blocks = [planning_block(c, board) for c in candidates]
+    aligning = Alignment(board)
+    blocks = [aligning.planning_block(c) for c in candidates]
     assigned = assign_places(
         candidates,
         blocks,
@@ -146,7 +148,7 @@ def _plan(
             kind=c.buffer.kind,
             pool=assigned.place[i].pool,
             stack=assigned.place[i].stack,
-            offset=aligned_offset(board, c.buffer, assigned.place[i], offsets[i]),
+            offset=aligning.aligned_offset(c.buffer, assigned.place[i], offsets[i]),
             size=c.buffer.size,
             align=c.buffer.align,
             first=c.buffer.first,
@@ -158,7 +160,7 @@ def _plan(
         for i, c in enumerate(candidates)
     )
     for placement, place in zip(placements, assigned.place, strict=True):
-        problem = misaligned(board, place, placement.name, placement.offset, placement.align)
+        problem = aligning.misaligned(place, placement.name, placement.offset, placement.align)
         if problem:
             raise MemplaceError(
                 f"memplace bug: {problem}; please report it with the board and workload"

@@ -59,15 +59,13 @@ class Assigned:
 
 def buffer_order(candidates: Sequence[Candidates]) -> list[int]:
     """Who chooses first: highest priority, then largest, then earliest, then input order."""
-    return sorted(
-        range(len(candidates)),
-        key=lambda i: (
-            -candidates[i].buffer.priority,
-            -candidates[i].buffer.size,
-            candidates[i].buffer.first,
-            i,
-        ),
-    )
+    buffers = [c.buffer for c in candidates]
+    # Stable sorts on plain keys, last key first: no tuple per buffer.
+    order = sorted(range(len(buffers)), key=[b.first for b in buffers].__getitem__)
+    order.sort(key=[-b.size for b in buffers].__getitem__)
+    if any(b.priority for b in buffers):
+        order.sort(key=[-b.priority for b in buffers].__getitem__)
+    return order
 
 
 def assign_places(
@@ -133,6 +131,8 @@ def _second_chances(
 ) -> None:
     """Move spilled (or homeless) buffers to faster candidates where a search fits them,
     within `work` (search nodes times blocks)."""
+    if all(p == options[i][0] for i, p in enumerate(chosen)):
+        return  # every buffer has its fastest candidate
     start = clock.work
     attempts = RESCUE_ATTEMPTS
     misses = [0] * len(capacities)

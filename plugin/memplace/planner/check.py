@@ -35,8 +35,8 @@ def placement_problems(
 def _sweep(blocks: Sequence[Block]) -> Iterator[tuple[bool, int]]:
     """(starts, block) in step order; at one step, blocks whose life ended leave before
     others start; each kind in block order."""
-    starting = sorted(range(len(blocks)), key=lambda i: blocks[i].first)
-    ending = sorted(range(len(blocks)), key=lambda i: blocks[i].last)
+    starting = sorted(range(len(blocks)), key=[b.first for b in blocks].__getitem__)
+    ending = sorted(range(len(blocks)), key=[b.last for b in blocks].__getitem__)
     k = 0
     for i in starting:
         while k < len(ending) and blocks[ending[k]].last < blocks[i].first:

@@ -125,10 +125,8 @@ def assign(
     if library is None:
         return assign_python(blocks, order, candidates, capacities)
     n = len(blocks)
-    starts = [0]
-    for options in candidates:
-        starts.append(starts[-1] + len(options))
-    flat = [place for options in candidates for place in options]
+    starts = list(itertools.accumulate(map(len, candidates), initial=0))
+    flat = list(itertools.chain.from_iterable(candidates))
     chosen = _buffer(_INT, [0] * n)
     offsets = _buffer(_I64, [0] * n)
     ends = _buffer(_I64, [0] * len(flat))

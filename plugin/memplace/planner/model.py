@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,6 +16,8 @@ ASSIGNMENT = "assignment"
 """The algorithm a place names when it keeps the offsets the pool assignment found."""
 # A worker thread's stack as placements and StackUsage label it: `main.thread0`.
 _THREAD_STACK = re.compile(r"^\w+\.thread(\d+)$")
+_json_text = json.encoder.encode_basestring_ascii
+"""A string as `json.dumps` writes it (ASCII, escaped; C-backed)."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +194,7 @@ class Plan:
         yield '  "placements": [\n'
         last = len(self.placements) - 1
         for index, placement in enumerate(self.placements):
-            yield f"    {json.dumps(_placement_json(placement))}{',' if index < last else ''}\n"
+            yield f"    {_placement_line(placement)}{',' if index < last else ''}\n"
         yield "  ],\n"
         body = json.dumps({"stacks": stacks}, indent=2)
         yield body[body.index("\n") + 1 :] + "\n"  # `"stacks": [...]` and the closing brace
@@ -228,6 +231,22 @@ def _placement_json(p: Placement) -> dict[str, Any]:
         "reason": p.reason,
         "dynamic": p.dynamic,
     }
+
+
+def _placement_line(p: Placement) -> str:
+    """`json.dumps(_placement_json(p))`, byte for byte, at a fraction of its cost (a plan of
+    a million buffers writes a million of these)."""
+    text = _json_text
+    return (
+        f'{{"name": {text(p.name)}, "kind": {text(p.kind)}, "pool": {_json_or_null(p.pool)}, '
+        f'"stack": {_json_or_null(p.stack)}, "offset": {int(p.offset)}, "size": {int(p.size)}, '
+        f'"align": {int(p.align)}, "first": {int(p.first)}, "last": {int(p.last)}, '
+        f'"reason": {text(p.reason)}, "dynamic": {"true" if p.dynamic else "false"}}}'
+    )
+
+
+def _json_or_null(value: str | None) -> str:
+    return "null" if value is None else _json_text(value)
 
 
 def _steps(data: Any) -> tuple[str, ...]:

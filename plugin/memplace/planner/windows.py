@@ -23,7 +23,6 @@ machine or its load. The cost is O(n log n) for the sweeps and first fits (see
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
@@ -80,7 +79,7 @@ def improve_windows(
             break
         grown = False
         for i in over:
-            first, end = timeline.span(blocks[i])
+            first, end = timeline.spans[i]
             for segment in range(first, end):
                 grown |= not hot[segment]
                 hot[segment] = True
@@ -105,14 +104,16 @@ def _search(
 
 
 class _Timeline:
-    """The steps where some block starts or ends, and the bytes live in each segment
-    between two of them."""
+    """The steps where some block starts or ends, the bytes live in each segment between
+    two of them, and the segments each block lives in (`spans`: from the first, up to
+    and not with the end)."""
 
     def __init__(self, blocks: Sequence[Block]) -> None:
         self.blocks = blocks
         self.edges = sorted({b.first for b in blocks} | {b.last + 1 for b in blocks})
         delta = [0] * len(self.edges)
-        self.spans = [self.span(b) for b in blocks]
+        segment = {edge: k for k, edge in enumerate(self.edges)}
+        self.spans = [(segment[b.first], segment[b.last + 1]) for b in blocks]
         for block, (first, end) in zip(blocks, self.spans, strict=True):
             delta[first] += block.size
             delta[end] -= block.size
@@ -121,13 +122,6 @@ class _Timeline:
         for change in delta:
             live += change
             self.loads.append(live)
-
-    def span(self, block: Block) -> tuple[int, int]:
-        """The segments `block` lives in: from the first, up to (not with) the end."""
-        return (
-            bisect.bisect_left(self.edges, block.first),
-            bisect.bisect_left(self.edges, block.last + 1),
-        )
 
     def windows(self, hot: Sequence[bool]) -> list[tuple[int, ...]]:
         """The blocks live in each run of hot segments, runs joined while their blocks'
