@@ -102,7 +102,7 @@ def test_a_plan_names_only_the_steps_where_something_starts_or_ends() -> None:
     ("name", "pool", "stack", "reason", "dynamic"),
     [
         ("b0", "arena_ws", None, "fastest pool reachable by main", False),
-        ("q\"uote\\d", None, "main.thread0", "\u00e9t\u00e9 \U0001f600\n\t", True),
+        ('q"uote\\d', None, "main.thread0", "\u00e9t\u00e9 \U0001f600\n\t", True),
     ],
 )
 def test_a_placement_is_written_as_json_writes_it(
