@@ -68,9 +68,9 @@ OMNIMALLOC = (
 """omnimalloc's allocators measured: name, class, arguments, the most buffers given it."""
 
 
-def cli_run(board: Path, workload: Path) -> tuple[float, int, dict[str, Any]]:
-    """`memplace plan BOARD WORKLOAD --json` as a process: wall seconds, peak resident
-    bytes, and the first pool of the plan it printed."""
+def cli_run(board: Path, workload: Path) -> tuple[float, float, int, dict[str, Any]]:
+    """`memplace plan BOARD WORKLOAD --json` as a process: wall seconds, CPU seconds (user
+    and system), peak resident bytes, and the first pool of the plan it printed."""
     memplace = Path(sys.executable).with_name("memplace")
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
@@ -84,7 +84,7 @@ def cli_run(board: Path, workload: Path) -> tuple[float, int, dict[str, Any]]:
             raise SystemExit(f"memplace plan failed on {workload}: exit {process.returncode}")
         out.seek(0)
         pool = json.load(out)["pools"][0]
-    return seconds, usage.ru_maxrss * 1024, pool
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, pool
 
 
 @contextlib.contextmanager
@@ -151,25 +151,26 @@ def omnimalloc_cells(count: int, bound: int) -> list[str]:
             cells.append("-")
             continue
         allocator: Callable[..., Any] = getattr(allocators, name)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         placed = omnimalloc.allocate(allocations, allocator(**kwargs))
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         peak = max(a.offset + a.size for a in placed)
-        cells.append(f"{peak / bound:.4f}x, {seconds:.1f} s")
+        cells.append(f"{peak / bound:.4f}x, {seconds:.1f} s ({cpu:.1f} s CPU)")
     return cells
 
 
 def row(count: int, folder: Path) -> str:
     board, as_yaml = write(count, folder, SEED)
     _, as_json = write(count, folder, SEED, as_json=True)
-    wall, rss, pool = cli_run(board, as_json)
+    load = os.getloadavg()[0]
+    wall, cpu, rss, pool = cli_run(board, as_json)
     used, bound = pool["used"], pool["lower_bound"]
     stages = stage_seconds(board, as_json)
     split = ", ".join(f"{stage} {stages[stage]:.2f}" for stage in STAGES)
     cells = [
         f"{count:,}",
         f"{used / bound:.4f}x ({pool['algorithm']})",
-        f"{wall:.1f} s",
+        f"{wall:.1f} s ({cpu:.1f} s CPU, load {load:.1f})",
         f"{stages['total']:.1f} s: {split}",
         f"{read_seconds(as_yaml):.2f} s",
         f"{rss / 2**20:.0f} MB ({rss / count / 1024:.1f} KB)",
@@ -187,7 +188,7 @@ def table(sizes: Sequence[int]) -> str:
     head = [
         "buffers",
         "memplace: peak / bound",
-        "wall",
+        "wall (CPU, load average)",
         "CPU seconds by stage (JSON workload)",
         "read as YAML",
         "peak memory (per buffer)",
@@ -210,8 +211,8 @@ def minimalloc_table(shared: Path) -> str:
 
     lines = [
         "| instance | buffers | lower bound | memplace used | proven optimal | wall (median "
-        "of 3) | MiniMalloc's seconds |",
-        "|---|---:|---:|---:|---|---:|---:|",
+        "of 3) | CPU (median of 3) | MiniMalloc's seconds |",
+        "|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
@@ -227,12 +228,13 @@ def minimalloc_table(shared: Path) -> str:
             text = workload_json(f"w_{name.replace(' ', '_')}", buffers, align)
             workload.write_text(text, encoding="utf-8")
             runs = [cli_run(board if align == 1 else large, workload) for _ in range(RUNS)]
-            wall = sorted(seconds for seconds, _, _ in runs)[len(runs) // 2]
-            pool = runs[0][2]
+            wall = sorted(run[0] for run in runs)[len(runs) // 2]
+            cpu = sorted(run[1] for run in runs)[len(runs) // 2]
+            pool = runs[0][3]
             reference = MINIMALLOC_SECONDS.get(name)
             lines.append(
                 f"| {name} | {len(buffers)} | {pool['lower_bound']} | {pool['used']} | "
-                f"{'yes' if pool['optimal'] else 'no'} | {wall:.2f} s | "
+                f"{'yes' if pool['optimal'] else 'no'} | {wall:.2f} s | {cpu:.2f} s | "
                 f"{'' if reference is None else f'{reference:.2f} s'} |"
             )
             print(lines[-1], file=sys.stderr, flush=True)

@@ -117,6 +117,9 @@ def test_first_fit_twins_agree_on_many_blocks(longest: int) -> None:
     compiled = core.assign(blocks, order, candidates, capacities)
     assert compiled == core.assign_python(blocks, order, candidates, capacities)
     assert set(compiled.place) == {0, 1}
+    # One place without a capacity: the greedy algorithms' pass.
+    alone = core.assign_python(blocks, order, [(0,)] * len(blocks), [None])
+    assert core.first_fit(blocks, order) == list(alone.offset)
     for p in (0, 1):
         members = [i for i, chosen in enumerate(compiled.place) if chosen == p]
         offsets = [compiled.offset[i] for i in members]

@@ -12,7 +12,7 @@ starting block with every live block near it, to name every overlapping pair.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from memplace.planner.blocks import Block
 
@@ -32,32 +32,33 @@ def placement_problems(
     return problems + _overlaps(blocks, offsets, names)
 
 
-def _sweep(blocks: Sequence[Block]) -> Iterator[tuple[bool, int]]:
-    """(starts, block) in step order; at one step, blocks whose life ended leave before
-    others start; each kind in block order."""
-    starting = sorted(range(len(blocks)), key=[b.first for b in blocks].__getitem__)
-    ending = sorted(range(len(blocks)), key=[b.last for b in blocks].__getitem__)
-    k = 0
-    for i in starting:
-        while k < len(ending) and blocks[ending[k]].last < blocks[i].first:
-            yield False, ending[k]
-            k += 1
-        yield True, i
-
-
 def _any_overlap(blocks: Sequence[Block], offsets: Sequence[int]) -> bool:
-    live: list[tuple[int, int]] = []  # (offset, index), sorted; no two overlap
-    for starts, index in _sweep(blocks):
-        key = (offsets[index], index)
+    """Whether two blocks live at one step share a byte: the sweep of the module doc."""
+    n = len(blocks)
+    firsts = [b.first for b in blocks]
+    lasts = [b.last for b in blocks]
+    sizes = [b.size for b in blocks]
+    # Blocks in step order; at one step, blocks whose life ended leave before others start.
+    starting = sorted(range(n), key=firsts.__getitem__)
+    ending = sorted(range(n), key=lasts.__getitem__)
+    # The live blocks by offset, then index, each as offset * n + index (ordered as the
+    # pair is, and compared faster); no two of them overlap.
+    live: list[int] = []
+    k = 0
+    for index in starting:
+        first = firsts[index]
+        while k < n and lasts[ending[k]] < first:
+            gone = ending[k]
+            del live[bisect.bisect_left(live, offsets[gone] * n + gone)]
+            k += 1
+        offset = offsets[index]
+        key = offset * n + index
         position = bisect.bisect_left(live, key)
-        if not starts:
-            del live[position]
-            continue
-        if position < len(live) and live[position][0] < offsets[index] + blocks[index].size:
+        if position < len(live) and live[position] // n < offset + sizes[index]:
             return True
         if position > 0:
-            below_offset, below = live[position - 1]
-            if below_offset + blocks[below].size > offsets[index]:
+            below_offset, below = divmod(live[position - 1], n)
+            if below_offset + sizes[below] > offset:
                 return True
         live.insert(position, key)
     return False

@@ -17,8 +17,7 @@ from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layou
 
 def place_in_order(blocks: Sequence[Block], order: Sequence[int]) -> list[int]:
     """Each block in `order` at its first fit beside the blocks placed before it."""
-    placed = core.assign(blocks, order, [(0,)] * len(blocks), [None])
-    return list(placed.offset)
+    return core.first_fit(blocks, order)
 
 
 def size_order(blocks: Sequence[Block]) -> list[int]:
