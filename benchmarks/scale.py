@@ -68,23 +68,40 @@ OMNIMALLOC = (
 """omnimalloc's allocators measured: name, class, arguments, the most buffers given it."""
 
 
+LAUNCHER = """\
+import os, sys
+pid = os.spawnv(os.P_NOWAIT, sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
+      file=sys.stderr)
+"""
+"""Runs a command and prints its exit code, CPU seconds and peak resident kilobytes. A
+child's peak counts the memory of the process it was forked from, so the command is
+forked from this small interpreter rather than from the benchmark, which holds the
+workloads and omnimalloc's placements by then."""
+
+
 def cli_run(board: Path, workload: Path) -> tuple[float, float, int, dict[str, Any]]:
     """`memplace plan BOARD WORKLOAD --json` as a process: wall seconds, CPU seconds (user
     and system), peak resident bytes, and the first pool of the plan it printed."""
     memplace = Path(sys.executable).with_name("memplace")
+    command = [str(memplace), "plan", str(board), str(workload), "--json"]
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        process = subprocess.Popen(
-            [str(memplace), "plan", str(board), str(workload), "--json"], stdout=out
+        launched = subprocess.run(
+            [sys.executable, "-c", LAUNCHER, *command],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=True,
         )
-        _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode != 0:
-            raise SystemExit(f"memplace plan failed on {workload}: exit {process.returncode}")
+        code, cpu, kilobytes = launched.stderr.split()[-3:]
+        if int(code) != 0:
+            raise SystemExit(f"memplace plan failed on {workload}: exit {code}")
         out.seek(0)
         pool = json.load(out)["pools"][0]
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, pool
+    return seconds, float(cpu), int(kilobytes) * 1024, pool
 
 
 @contextlib.contextmanager
