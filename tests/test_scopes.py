@@ -363,3 +363,29 @@ def test_buffers_of_the_same_kind_resolve_alike(threaded: Board) -> None:
     assert resolved[0].excluded == resolved[1].excluded
     assert resolved[2].places == resolved[3].places
     assert resolved[2].excluded == resolved[3].excluded
+
+
+def test_a_workload_resolves_as_each_of_its_buffers_alone(threaded: Board) -> None:
+    # `resolve` keeps each answer for the buffers that differ in nothing it reads; each
+    # buffer still gets its own candidates, and one that breaks a rule is refused by name.
+    kinds = [
+        {"scope": "global", "users": ("main",)},
+        {"scope": "local", "users": ("main",)},
+        {"scope": "main.stack"},
+        {"scope": "global.workspace", "pools": ("sram_ws", "dtcm_ws")},
+        {"scope": "global", "users": ("main", "dma0")},
+    ]
+    buffers = [
+        replace(_buffer(size=64 * (1 + i % 3)), name=f"b{i}", **kinds[i % len(kinds)])
+        for i in range(40)
+    ]
+    ok = [b for b in buffers if b.scope != "global" or "dma0" not in b.users]
+    resolved = resolve(threaded, Workload(name="w", steps=("0",), buffers=tuple(ok)))
+    assert resolved == [resolve_buffer(threaded, b) for b in ok]
+    assert [c.buffer.name for c in resolved] == [b.name for b in ok]
+    # The same kind as a buffer resolved before, but living two steps: a local buffer
+    # may not.
+    late = replace(ok[1], name="late", first=0, last=1)
+    with pytest.raises(InputError, match="a local buffer lives for one step") as error:
+        resolve(threaded, Workload(name="w", steps=("0", "1"), buffers=(*ok, late)))
+    assert error.value.key == "late.live"
