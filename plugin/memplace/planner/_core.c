@@ -105,7 +105,10 @@ static int section_lengths(int n, const i64 *first, const i64 *last, i64 *length
  * The lists hold each block's offset and end rather than its number, and all lists of a
  * kind share one array, laid out before the first block is placed (every block that may
  * come is counted): a query reads neighbouring memory, so a million blocks cost little
- * more per block than a thousand, though they come in no order of time. */
+ * more per block than a thousand, though they come in no order of time. The room is taken
+ * in every candidate place of a block, not only the one it ends in: 16 bytes per list it
+ * would join (about 5 for a block living a few sections, 2 log2(sections) at most, and
+ * log2(sections) indices more where `starts` is kept), freed when the pass ends. */
 
 #define NARROW 32 /* sections a query walks leaf by leaf rather than through `starts` */
 
