@@ -242,7 +242,7 @@ def test_dives_lower_the_peak_of_a_greedy_placement_within_their_nodes() -> None
     assert dive(blocks, budget, greedy_size(blocks)).peak >= capacity
 
 
-def test_the_exact_search_dives_between_its_rounds_once_the_place_fits(
+def test_the_exact_search_dives_between_its_rounds_unless_it_has_a_goal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     blocks, capacity = cut(102, 600)
@@ -253,7 +253,8 @@ def test_the_exact_search_dives_between_its_rounds_once_the_place_fits(
     # The nodes bound it, so it repeats; its dives share them with its rounds.
     assert found == improve(merged, roomy, start)
     assert found.peak < start.peak
-    # A place not fitted yet gets rounds alone: the perfect packings come from those.
+    # A search for a goal (pool assignment's "does it fit?") gets rounds alone: the
+    # perfect packings come from those. One for the smallest peak dives, fitted or not.
     dives: list[Layout] = []
 
     def counted(blocks: object, budget: object, best: Layout, bound: object = None) -> Layout:
@@ -262,9 +263,10 @@ def test_the_exact_search_dives_between_its_rounds_once_the_place_fits(
 
     # `memplace.planner.exact` the module, which the package's `exact` function hides.
     monkeypatch.setattr(importlib.import_module("memplace.planner.exact"), "dive", counted)
-    improve(merged, replace(roomy, capacity=capacity, nodes=50 * len(merged)), start)
+    tight = replace(roomy, capacity=capacity, nodes=50 * len(merged))
+    improve(merged, replace(tight, goal=capacity), start)
     assert dives == []
-    improve(merged, replace(roomy, nodes=50 * len(merged)), start)
+    improve(merged, tight, start)
     assert dives
 
 

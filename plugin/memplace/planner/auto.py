@@ -93,6 +93,11 @@ def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
     )
     if other.peak < best.peak:
         best = other
+    if budget.capacity is not None and best.peak > budget.capacity:
+        # Both greedy orders overfill the place: a packing problem, whose answer is the
+        # first placement that fits (the search still asks for the lower bound first, so
+        # a peak it meets at once is proven optimal at once).
+        goal = max(goal, budget.capacity)
     first_try = min(budget.nodes, EFFORT // len(blocks))
     affordable = first_try >= 2 * len(blocks) * len(HEURISTICS)
     if best.peak <= goal or not affordable or sum(conflicts) // 2 > MAX_PAIRS:

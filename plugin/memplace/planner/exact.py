@@ -166,9 +166,8 @@ def _improve(
             if found is not None:
                 best, progress = found, True
                 break
-        fits = budget.capacity is None or best.peak <= budget.capacity
-        if not progress and fits and goal < 0:
-            # Once the place is fitted, seeded dives for as many nodes as the round took.
+        if not progress and goal < 0:
+            # Seeded dives for as many nodes as the round took.
             spend = min(round_start - nodes_left, nodes_left)
             dived = dive(
                 blocks,
@@ -276,10 +275,11 @@ def _targets(
     targets = [low]
     if capacity is not None and low < capacity < high:
         targets.append(capacity // step * step)
+    # Then narrowing the gap: by a small step below the best (an easy question on large
+    # instances, where the middle of the gap is often out of reach), then by half; also
+    # while the place is not fitted yet, after asking for its capacity: a descent by
+    # small steps reaches peaks that asking for the capacity at once does not.
+    targets.append((high - max(step, (high - low) // NARROW)) // step * step)
     if capacity is None or high <= capacity:
-        # Fitting the place comes first; only then is it worth narrowing the gap: by a
-        # small step below the best (an easy question on large instances, where the
-        # middle of the gap is often out of reach), then by half.
-        targets.append((high - max(step, (high - low) // NARROW)) // step * step)
         targets.append((low + high) // 2 // step * step)
     return [t for i, t in enumerate(targets) if low <= t < high and t not in targets[:i]]
