@@ -74,10 +74,7 @@ def test_memplace_plan_fits_every_challenging_instance_in_its_capacity(
     board = tmp_path / "board.yaml"
     board.write_text(ONE_POOL_BOARD)
     workload = _workload_file(path, tmp_path / "workload.yaml")
-    # J fits at once and is never proven: the rest of its default budget goes to smaller
-    # peaks, which this test does not look at.
-    effort = ["--effort", "0.05"] if path.name.startswith("J.") else []
-    code = main(["plan", str(board), str(workload), "--json", *effort])
+    code = main(["plan", str(board), str(workload), "--json"])
     out = capsys.readouterr().out
     assert code == 0
     pool = json.loads(out)["pools"][0]
@@ -173,11 +170,43 @@ def test_a_search_the_time_limit_stops_before_a_buffer_fits_says_so(
     assert f"needs {stopped['needs']} bytes" in message
 
 
+def test_a_search_that_fits_a_tight_pool_stops_there_whatever_its_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Both greedy orders overfill J's 1 MiB: once the search fits it, it stops, so the
+    # plan with ten times the budget is the same plan, byte for byte.
+    board = tmp_path / "board.yaml"
+    board.write_text(ONE_POOL_BOARD)
+    workload = _workload_file(SHARED / "minimalloc" / "J.1048576.csv", tmp_path / "j.yaml")
+    plans = []
+    for effort in ("0.1", "1"):
+        assert main(["plan", str(board), str(workload), "--json", "--effort", effort]) == 0
+        plans.append(capsys.readouterr().out)
+    assert plans[0] == plans[1]
+    pool = json.loads(plans[1])["pools"][0]
+    assert pool["used"] <= CAPACITY and not pool["optimal"]
+
+
+def test_j_fits_a_pool_of_1034240_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 29's mark for J: below 1034240 bytes (its lower bound is 989184). A descent
+    # of seeded dives gets there where asking for the capacity at once did not.
+    board = tmp_path / "board.yaml"
+    board.write_text(
+        ONE_POOL_BOARD.replace(
+            "arena_ws: {memory: arena, size: 1M", "arena_ws: {memory: arena, size: 1034240"
+        )
+    )
+    workload = _workload_file(SHARED / "minimalloc" / "J.1048576.csv", tmp_path / "j.yaml")
+    assert main(["plan", str(board), str(workload), "--json"]) == 0
+    pool = json.loads(capsys.readouterr().out)["pools"][0]
+    assert pool["capacity"] == 1034240 and pool["used"] <= 1034240
+
+
 def test_a_plan_is_the_same_without_a_time_limit_however_long_it_searches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # J in a 1 MiB pool: it fits at once and is never proven, so the search runs to its
-    # work budget; the plan, byte for byte, cannot depend on how fast that went.
+    # J in a 1 MiB pool is never proven optimal; the plan, byte for byte, cannot depend
+    # on how fast its search went.
     board = tmp_path / "board.yaml"
     board.write_text(ONE_POOL_BOARD)
     workload = _workload_file(SHARED / "minimalloc" / "J.1048576.csv", tmp_path / "j.yaml")

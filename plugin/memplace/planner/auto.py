@@ -8,13 +8,16 @@ benchmarks a tenth to a third fewer, and peaks up to 8% lower), and the blocks
 themselves, from the best placement so far. They take turns (`_ladder`), each turn with
 twice the nodes of the one before, until one meets the goal or proves its peak optimal, or
 the budget is spent: what one of them finds at once is found at once whatever the budget,
-so the time to fit does not grow with it. A search for a goal (pool assignment's "does it
-fit?") goes on each turn where it left off (`exact.Rounds`); one for the smallest peak
-starts each turn afresh from its best, under other seeds. Places of windows.LARGE blocks
-or more go from the greedy-size placement to `windows` instead (the hot windows of the
-timeline searched, the rest placed around them). Places of more than MANY blocks search
-each coalescing of PORTFOLIO in turn instead, each with the exact search's rounds and then
-its seeded dives (`exact.dive`).
+so the time to fit does not grow with it. Each search starts each turn afresh from its
+best, under other seeds, and dives between its rounds (`exact.improve`): a descent that
+meets a goal (pool assignment's "does it fit?") sooner than asking for the goal at once.
+Where both greedy orders overfill the place (a packing problem: MiniMalloc's instances in
+their 1 MiB), the capacity is a goal too: the turns stop once it fits (the search asks for
+the lower bound first, so a peak it meets at once is still proven optimal at once). Places
+of windows.LARGE blocks or more go from the greedy-size placement to `windows` instead (the
+hot windows of the timeline searched, the rest placed around them). Places of more than
+MANY blocks search each coalescing of PORTFOLIO in turn instead, each with the exact
+search's rounds and then its seeded dives (`exact.dive`).
 
 Budgets are search nodes, never seconds, so the answer depends on the blocks and the
 budget alone. A node costs time in proportion to the blocks searched, so a search on
@@ -36,7 +39,7 @@ from dataclasses import replace
 
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
-from memplace.planner.exact import HEURISTICS, MAX_PAIRS, Rounds, dive, improve
+from memplace.planner.exact import HEURISTICS, MAX_PAIRS, dive, improve
 from memplace.planner.greedy import (
     conflict_counts,
     conflict_order,
@@ -113,7 +116,6 @@ class _Rung:
 
     def __init__(self, blocks: Sequence[Block], merged: Coalesced | None, best: Layout) -> None:
         self.merged = merged
-        self.rounds = Rounds()
         if merged is None:
             self.blocks: Sequence[Block] = blocks
             self.best = best
@@ -147,12 +149,13 @@ def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, g
             nodes = share * weight // sum(weights) // len(rung.blocks)
             if rung.merged is None:
                 rung.best = best
-            # A search for a goal goes on where it left off; one for the smallest peak
-            # starts each turn afresh under other seeds, from its best: a fresh start's
-            # short rounds and dives lower peaks that long rounds do not (MiniMalloc's J).
-            step = replace(budget, nodes=max(nodes, 1), seed=budget.seed + 1009 * turns)
-            resume = rung.rounds if budget.goal is not None else None
-            found = improve(rung.blocks, step, rung.best, None, resume)
+            # Each search is for a smaller peak, and the turns stop at the goal: each
+            # starts afresh from its best under other seeds, with seeded dives between its
+            # rounds, a descent that reaches goals that asking for them at once does not
+            # (MiniMalloc's J in a pool of 1034240 bytes), and that fits MiniMalloc's F
+            # with a tenth of the nodes that resuming long rounds took.
+            step = replace(budget, nodes=max(nodes, 1), seed=budget.seed + 1009 * turns, goal=None)
+            found = improve(rung.blocks, step, rung.best)
             rung.best = found
             if rung.merged is None:
                 if found.peak < best.peak or found.optimal:

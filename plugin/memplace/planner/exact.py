@@ -3,16 +3,17 @@
 It asks `core.search` (a branch-and-bound over canonical placements in the manner of
 MiniMalloc, ASPLOS 2023; see `_core.c`) whether the blocks fit a target, again and again:
 - the lower bound first (most instances either fit it or are close), then the place's
-  capacity while the best placement so far exceeds it, then (once it fits) a small step
-  below the best and the middle of the gap between the bound and the best; with a goal
-  in the budget, the goal alone, until it is met or proven out of reach;
+  capacity while the best placement so far exceeds it, then a small step below the best
+  and (once it fits) the middle of the gap between the bound and the best; with a goal in
+  the budget, the goal alone, until it is met or proven out of reach;
 - each question in turn with three orders of the blocks (by lifetime width, by the
   fullest section they cross, by area), each for a number of search nodes that doubles
   every round, so an easy answer under one order is not held up by a hard one;
 - a round that settles nothing also gets SKYLINE_TRIES seeded dives of the skyline
   search (`core.skyline`), which finds perfect packings the orders miss but proves nothing;
-- once the place's capacity is met (and no goal is set), a round that settles nothing is
-  also followed by seeded dives of its own (`dive`) for as many nodes as it took;
+- without a goal, a round that settles nothing is also followed by seeded dives of its
+  own (`dive`) for as many nodes as it took: a descent by small steps, which also reaches
+  capacities that asking for them at once does not;
 - an answer of "fits" lowers the best peak, a proof of "does not fit" raises the bound.
 It stops when the bound meets the best peak (proven optimal) or the budget runs out.
 `dive` is the other way down from a placement, for places too large for the rounds to
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from memplace.planner import core
 from memplace.planner.blocks import (
@@ -91,42 +92,20 @@ def exact(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout
     return replace(found, algorithm="exact")
 
 
-@dataclass
-class Rounds:
-    """Where `improve` left off, so that another call goes on from there rather than
-    start again: the bound it proved, the node limit of its round and how many rounds
-    it has had."""
-
-    low: int = 0
-    limit: int = 0
-    rounds: int = 0
-
-
 def improve(
-    blocks: Sequence[Block],
-    budget: Budget,
-    best: Layout,
-    bound: int | None = None,
-    resume: Rounds | None = None,
+    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | None = None
 ) -> Layout:
     """Search below the peak of `best` until it is proven optimal or the budget is spent.
     The answer names the exact search as its algorithm when the search found it, and keeps
-    `best`'s name otherwise. `bound` is the blocks' lower bound, when known; `resume`, when
-    given, is where an earlier call on the same blocks left off, and is updated."""
-    return _improve(blocks, budget, best, bound, Rounds() if resume is None else resume)
-
-
-def _improve(
-    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | None, state: Rounds
-) -> Layout:
+    `best`'s name otherwise. `bound` is the blocks' lower bound, when known."""
     clock = budget.clock
     step = grain(blocks)
     bound = lower_bound(blocks) if bound is None else bound
     # Peaks are multiples of the grain, so the bound rounds up to one.
-    low, nodes_left = max(-(-bound // step) * step, state.low), budget.nodes
-    limit = state.limit or 2 * len(blocks)
+    low, nodes_left = -(-bound // step) * step, budget.nodes
+    limit = 2 * len(blocks)
     goal = -1 if budget.goal is None else budget.goal
-    rounds = state.rounds
+    rounds = 0
     # A goal the bound has passed cannot be met: searching on would not help the caller.
     while low < best.peak and nodes_left > 0 and best.peak > goal and (goal < 0 or low <= goal):
         progress = False
@@ -137,7 +116,6 @@ def _improve(
         for target in targets:
             for heuristic in orders:
                 if clock.expired() or nodes_left <= 0:
-                    state.low, state.limit, state.rounds = low, limit, rounds
                     return _answer(blocks, best, False, bound)
                 status, offsets, nodes = _search(
                     clock, blocks, heuristic, target, min(limit, nodes_left)
@@ -148,7 +126,6 @@ def _improve(
                 elif status == core.INFEASIBLE:
                     low = (target // step + 1) * step
                 elif status == core.TIME_LIMIT:
-                    state.low, state.limit, state.rounds = low, limit, rounds
                     return _answer(blocks, best, False, bound)
                 else:
                     continue
@@ -181,7 +158,6 @@ def _improve(
         if not progress:
             limit *= 2
             rounds += 1
-    state.low, state.limit, state.rounds = low, limit, rounds
     return _answer(blocks, best, low >= best.peak, bound)
 
 
