@@ -23,6 +23,9 @@ Then the strips (perfect packings cut from a rectangle, each shuffled with its o
 that the order of the buffers says nothing about the packing) and, with `--tables
 load`, each of a few instances planned at rest and again with two busy loops running on
 the machine's cores: the plans must be byte for byte the same (their JSON's SHA-256).
+`--tables cli` runs MiniMalloc's instances through `memplace plan` as a user does (one
+process each, from a workload file; median wall and CPU seconds of 3 runs), against
+MiniMalloc's own seconds.
 
 Seconds are the CPU seconds of this process (`time.process_time`): the planner runs in one
 thread, so at rest they are its wall time, and on a shared machine they do not count the
@@ -39,8 +42,12 @@ import argparse
 import csv
 import hashlib
 import importlib.util
+import json
 import multiprocessing
+import os
 import random
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from random_workload import write_board
+from random_workload import workload_json, write_board
 
 from memplace.board import Board, load_board
 from memplace.errors import PlanningError
@@ -136,9 +143,8 @@ UNBOUNDED = 64 * 1024 * 1024
 FIT_EFFORTS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 """Work budgets tried (`plan(effort=...)`), smallest first, to find how soon `plan()` fits
 an instance."""
-STRIP_EFFORT = 6.0
-"""The strips' work budget (`plan(effort=...)`): about the work of the 30 s each they had
-when the budget was a time limit."""
+STRIP_EFFORT = 1.0
+"""The strips' work budget (`plan(effort=...)`): `memplace plan`'s default."""
 
 
 def one_pool_board(capacity: int | None, folder: Path) -> Board:
@@ -461,6 +467,57 @@ def load_cases(
     return cases
 
 
+CLI_RUNS = 3
+"""Runs of `memplace plan` per instance in `cli_table` (the median is shown)."""
+
+
+def cli_table(shared: Path, folder: Path, only: str | None, runs: int = CLI_RUNS) -> str:
+    """MiniMalloc's instances through `memplace plan BOARD WORKLOAD --json` as a user runs
+    it (a process, from a workload file, on a board with one pool of 1 MiB), each `runs`
+    times: the median wall and CPU seconds of the whole process (start-up, reading,
+    planning, checking, writing), against MiniMalloc's own seconds."""
+    memplace = Path(sys.executable).with_name("memplace")
+    board = write_board(folder / "cli-board.yaml", MINIMALLOC_CAPACITY)
+    lines = [
+        f"| instance | buffers | lower bound | used | proven optimal | wall (median of {runs}) "
+        f"| CPU (median of {runs}) | MiniMalloc's seconds | faster |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for instance in instances(shared):
+        if instance.group != "minimalloc" or (only and instance.name not in only.split(",")):
+            continue
+        workload = folder / f"cli-{instance.name}.json"
+        buffers = [(b.size, b.first, b.last) for b in instance.blocks]
+        workload.write_text(workload_json(f"w_{instance.name}", buffers, 1), encoding="utf-8")
+        walls, cpus, outputs = [], [], set()
+        for _ in range(runs):
+            with tempfile.TemporaryFile() as out:
+                start = time.perf_counter()
+                process = subprocess.Popen(
+                    [str(memplace), "plan", str(board), str(workload), "--json"], stdout=out
+                )
+                _, status, usage = os.wait4(process.pid, 0)
+                walls.append(time.perf_counter() - start)
+                cpus.append(usage.ru_utime + usage.ru_stime)
+                if os.waitstatus_to_exitcode(status) != 0:
+                    raise SystemExit(f"memplace plan failed on {instance.name}")
+                out.seek(0)
+                outputs.add(out.read())
+        pool = json.loads(outputs.pop())["pools"][0]
+        wall, cpu = statistics.median(walls), statistics.median(cpus)
+        reference = MINIMALLOC_SECONDS[instance.name]
+        same = "" if not outputs else " (plans differ between runs!)"
+        lines.append(
+            f"| {instance.name} | {len(instance.blocks)} | {pool['lower_bound']} | "
+            f"{pool['used']} | {'yes' if pool['optimal'] else 'no'} | {wall:.2f} s | "
+            f"{cpu:.2f} s | {reference:.2f} s | "
+            f"{'yes' if wall < reference else 'on CPU only' if cpu < reference else 'NO'}"
+            f"{same} |"
+        )
+        print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip omnimalloc's search and 100k")
@@ -473,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", help="instance names to run, comma separated")
     parser.add_argument(
         "--tables",
-        default="instances,strips,large,scaling,load",
+        default="instances,strips,large,scaling,load,cli",
         help="which tables to print, comma separated",
     )
     args = parser.parse_args(argv)
@@ -510,6 +567,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "load" in wanted:
             cases = load_cases(args.shared, folder, args.quick, args.only)
             done(load_table(cases))
+        if "cli" in wanted:
+            done(cli_table(args.shared, folder, args.only))
     text = "\n\n".join(tables) + "\n"
     print(text, end="")
     if args.markdown:
