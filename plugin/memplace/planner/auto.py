@@ -149,17 +149,29 @@ def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, g
             nodes = share * weight // sum(weights) // len(rung.blocks)
             if rung.merged is None:
                 rung.best = best
-            # Each search is for a smaller peak, and the turns stop at the goal: each
-            # starts afresh from its best under other seeds, with seeded dives between its
-            # rounds, a descent that reaches goals that asking for them at once does not
-            # (MiniMalloc's J in a pool of 1034240 bytes), and that fits MiniMalloc's F
-            # with a tenth of the nodes that resuming long rounds took.
-            step = replace(budget, nodes=max(nodes, 1), seed=budget.seed + 1009 * turns, goal=None)
+            # Each search starts afresh from its best under other seeds, and the turns stop
+            # at the goal. The coalesced searches look for a smaller peak, with seeded
+            # dives between their rounds: a descent that reaches goals that asking for
+            # them at once does not (MiniMalloc's J in a pool of 1034240 bytes) and fits
+            # MiniMalloc's F with a tenth of the nodes. The search on the blocks themselves
+            # asks for the caller's goal alone where it is the lower bound (a perfect
+            # packing, or its proof that none exists: MiniMalloc's H, which its rounds
+            # pack and dives delay); a proof that it cannot be met ends the turns.
+            direct = rung.merged is None and budget.goal is not None and goal == bound
+            step = replace(
+                budget,
+                nodes=max(nodes, 1),
+                seed=budget.seed + 1009 * turns,
+                goal=goal if direct else None,
+            )
+            before = budget.clock.work
             found = improve(rung.blocks, step, rung.best)
             rung.best = found
             if rung.merged is None:
                 if found.peak < best.peak or found.optimal:
                     best = found
+                if direct and found.peak > goal and budget.clock.work - before < step.nodes * n:
+                    return best  # it stopped short of its nodes: the goal is out of reach
             elif found.peak < best.peak:
                 offsets = rung.merged.expand(found.offsets, n)
                 best = layout(blocks, offsets, algorithm=found.algorithm or "exact", bound=bound)
