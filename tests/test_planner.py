@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from memplace.board import Board
 from memplace.cli import pool_table
 from memplace.errors import InputError, MemplaceError, PlanningError
-from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM, Budget, Layout, plan
+from memplace.planner import ALGORITHMS, DEFAULT_ALGORITHM, Budget, Packing, plan
 from memplace.planner.blocks import DEFAULT_BUDGET, Block, first_fit, grain, lower_bound, peak
 from memplace.planner.check import placement_problems
 from memplace.planner.exact import MAX_PAIRS
@@ -558,7 +558,7 @@ def test_a_place_names_the_algorithm_that_placed_it(board_data: dict[str, Any]) 
 def test_auto_searches_no_place_that_first_fit_settles(
     board: Board, demo_workload: Workload, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_search(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+    def no_search(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
         raise AssertionError("searched a place at its lower bound")
 
     monkeypatch.setitem(ALGORITHMS, "auto", no_search)
@@ -570,8 +570,8 @@ def test_auto_searches_no_place_that_first_fit_settles(
 def test_plan_refuses_offsets_the_checker_finds_unsound(
     board: Board, demo_workload: Workload, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def overlapping(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
-        return Layout(tuple(0 for _ in blocks), max(b.size for b in blocks), False)
+    def overlapping(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
+        return Packing(tuple(0 for _ in blocks), max(b.size for b in blocks), False)
 
     monkeypatch.setitem(ALGORITHMS, "overlapping", overlapping)
     with pytest.raises(MemplaceError) as caught:
@@ -581,7 +581,7 @@ def test_plan_refuses_offsets_the_checker_finds_unsound(
     assert "overlap in memory while both are live" in message
     assert caught.value.exit_code == 3
 
-    def misaligned(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+    def misaligned(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
         found = ALGORITHMS["greedy-size"](blocks)
         return replace(found, offsets=tuple(at + 1 for at in found.offsets), algorithm="")
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import BLOCKS, benchmark
 from memplace.planner import core, plan
-from memplace.planner.blocks import Block, Budget, Layout, lower_bound, peak
+from memplace.planner.blocks import Block, Budget, Packing, lower_bound, peak
 from memplace.planner.check import placement_problems
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
 from memplace.planner.exact import dive, improve
@@ -255,9 +255,9 @@ def test_the_exact_search_dives_between_its_rounds_unless_it_has_a_goal(
     assert found.peak < start.peak
     # A search for a goal (pool assignment's "does it fit?") gets rounds alone: the
     # perfect packings come from those. One for the smallest peak dives, fitted or not.
-    dives: list[Layout] = []
+    dives: list[Packing] = []
 
-    def counted(blocks: object, budget: object, best: Layout, bound: object = None) -> Layout:
+    def counted(blocks: object, budget: object, best: Packing, bound: object = None) -> Packing:
         dives.append(best)
         return best
 

@@ -26,9 +26,9 @@ from memplace.planner.blocks import (
     Block,
     Budget,
     Clock,
-    Layout,
-    layout,
+    Packing,
     lower_bound,
+    packing,
 )
 from memplace.planner.check import placement_problems
 from memplace.planner.exact import MAX_PAIRS, exact, meeting_pairs
@@ -47,7 +47,7 @@ __all__ = [
     "Algorithm",
     "Block",
     "Budget",
-    "Layout",
+    "Packing",
     "Placement",
     "Plan",
     "PoolUsage",
@@ -194,9 +194,9 @@ def _capacities(board: Board) -> dict[Place, int]:
 
 @dataclass(frozen=True)
 class _Outcome:
-    """A place's offsets (`layout`, for its members in plan order) and its lower bound."""
+    """A place's offsets (`packing`, for its members in plan order) and its lower bound."""
 
-    layout: Layout
+    packing: Packing
     lower_bound: int
 
 
@@ -223,17 +223,17 @@ def _offsets(
     for i, place in enumerate(assigned.place):
         members.setdefault(place, []).append(i)
     kept = {place: _kept(assigned, group) for place, group in members.items()}
-    searches = sum(1 for first in kept.values() if not first.layout.optimal)
+    searches = sum(1 for first in kept.values() if not first.packing.optimal)
     outcomes: dict[Place, _Outcome] = {}
     start = clock.work
     for place, group in members.items():
         mine = [assigned.blocks[i] for i in group]
         first = kept[place]
-        if algorithm == "auto" and first.layout.optimal:
-            found = first.layout  # nothing smaller to search for
+        if algorithm == "auto" and first.packing.optimal:
+            found = first.packing  # nothing smaller to search for
         else:
             share = max(0, work - (clock.work - start)) // max(1, searches)
-            searches -= 0 if first.layout.optimal else 1
+            searches -= 0 if first.packing.optimal else 1
             budget = Budget(
                 capacity=capacities[place],
                 nodes=max(1, share // len(mine)),
@@ -242,9 +242,9 @@ def _offsets(
             )
             found = _search(algorithm, place, mine, budget)
             if found.peak > capacities[place] or (
-                algorithm == "auto" and first.layout.peak < found.peak
+                algorithm == "auto" and first.packing.peak < found.peak
             ):
-                found = first.layout
+                found = first.packing
         _check(place, mine, found, capacities[place], [candidates[i].buffer.name for i in group])
         for i, at in zip(group, found.offsets, strict=True):
             offsets[i] = at
@@ -257,10 +257,10 @@ def _kept(assigned: Assigned, group: Sequence[int]) -> _Outcome:
     blocks = [assigned.blocks[i] for i in group]
     bound = lower_bound(blocks)
     offsets = [assigned.offset[i] for i in group]
-    return _Outcome(layout(blocks, offsets, algorithm=ASSIGNMENT, bound=bound), bound)
+    return _Outcome(packing(blocks, offsets, algorithm=ASSIGNMENT, bound=bound), bound)
 
 
-def _search(algorithm: str, place: Place, blocks: Sequence[Block], budget: Budget) -> Layout:
+def _search(algorithm: str, place: Place, blocks: Sequence[Block], budget: Budget) -> Packing:
     if algorithm == "exact":
         pairs = meeting_pairs(blocks)
         if pairs > MAX_PAIRS:
@@ -276,7 +276,7 @@ def _search(algorithm: str, place: Place, blocks: Sequence[Block], budget: Budge
 
 
 def _check(
-    place: Place, blocks: Sequence[Block], found: Layout, capacity: int, names: Sequence[str]
+    place: Place, blocks: Sequence[Block], found: Packing, capacity: int, names: Sequence[str]
 ) -> None:
     """Refuse a placement the independent check finds unsound: a bug in an algorithm."""
     problems = placement_problems(blocks, found.offsets, capacity, names)
@@ -314,10 +314,10 @@ def _pool_usage(board: Board, outcomes: dict[Place, _Outcome]) -> tuple[PoolUsag
                 memory=pool.memory,
                 address=pool.address,
                 capacity=pool.size,
-                used=outcome.layout.peak if outcome else 0,
+                used=outcome.packing.peak if outcome else 0,
                 lower_bound=outcome.lower_bound if outcome else 0,
-                optimal=outcome.layout.optimal if outcome else True,
-                algorithm=outcome.layout.algorithm if outcome else None,
+                optimal=outcome.packing.optimal if outcome else True,
+                algorithm=outcome.packing.algorithm if outcome else None,
             )
         )
     return tuple(usage)
@@ -336,8 +336,8 @@ def _stack_usage(board: Board, outcomes: dict[Place, _Outcome]) -> tuple[StackUs
                     memory=stack.memory,
                     address=stack.address,
                     budget=stack.size,
-                    planned=outcome.layout.peak if outcome else 0,
-                    algorithm=outcome.layout.algorithm if outcome else None,
+                    planned=outcome.packing.peak if outcome else 0,
+                    algorithm=outcome.packing.algorithm if outcome else None,
                 )
             )
     return tuple(usage)

@@ -37,7 +37,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
+from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Packing, lower_bound, packing
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
 from memplace.planner.exact import HEURISTICS, MAX_PAIRS, dive, improve
 from memplace.planner.greedy import (
@@ -77,10 +77,10 @@ EFFORT = 300_000_000
 """Search nodes times blocks the exact search must be able to spend on a first try."""
 
 
-def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
     bound = lower_bound(blocks)
     goal = max(bound, budget.goal or 0)
-    best = layout(
+    best = packing(
         blocks, place_in_order(blocks, size_order(blocks)), algorithm="greedy-size", bound=bound
     )
     if best.peak <= goal:
@@ -88,7 +88,7 @@ def auto(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
     if len(blocks) >= LARGE:
         return improve_windows(blocks, budget, best, bound, goal)
     conflicts = conflict_counts(blocks)
-    other = layout(
+    other = packing(
         blocks,
         place_in_order(blocks, conflict_order(blocks, conflicts)),
         algorithm="greedy-conflicts",
@@ -114,7 +114,7 @@ class _Rung:
     """One of the instances `_ladder` searches: coalesced blocks (or the blocks
     themselves, `merged` None) and the best placement of them found so far."""
 
-    def __init__(self, blocks: Sequence[Block], merged: Coalesced | None, best: Layout) -> None:
+    def __init__(self, blocks: Sequence[Block], merged: Coalesced | None, best: Packing) -> None:
         self.merged = merged
         if merged is None:
             self.blocks: Sequence[Block] = blocks
@@ -124,7 +124,9 @@ class _Rung:
             self.best = min(greedy_size(merged.blocks), greedy_conflicts(merged.blocks), key=_peak)
 
 
-def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, goal: int) -> Layout:
+def _ladder(
+    blocks: Sequence[Block], budget: Budget, best: Packing, bound: int, goal: int
+) -> Packing:
     """`best`, or the best offsets the exact search finds on the coalesced blocks and on the
     blocks themselves, taking turns with ever more nodes (see the module doc)."""
     n = len(blocks)
@@ -174,7 +176,7 @@ def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, g
                     return best  # it stopped short of its nodes: the goal is out of reach
             elif found.peak < best.peak:
                 offsets = rung.merged.expand(found.offsets, n)
-                best = layout(blocks, offsets, algorithm=found.algorithm or "exact", bound=bound)
+                best = packing(blocks, offsets, algorithm=found.algorithm or "exact", bound=bound)
             if best.peak <= goal or best.optimal:
                 return best
         if budget.clock.work == spent:
@@ -186,8 +188,8 @@ def _ladder(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, g
 
 
 def _portfolio(
-    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, goal: int
-) -> Layout:
+    blocks: Sequence[Block], budget: Budget, best: Packing, bound: int, goal: int
+) -> Packing:
     """`best`, or the best offsets the exact search finds for the blocks coalesced in each
     of the ways of PORTFOLIO, in turn, sharing MANY_SHARE of the nodes equally; then on the
     blocks themselves with the rest."""
@@ -207,8 +209,8 @@ def _portfolio(
 
 
 def _coalesced(
-    blocks: Sequence[Block], merged: Coalesced, budget: Budget, best: Layout, bound: int
-) -> Layout:
+    blocks: Sequence[Block], merged: Coalesced, budget: Budget, best: Packing, bound: int
+) -> Packing:
     """`best`, or the better offsets the exact search finds for the coalesced blocks: its
     rounds for SEARCH_SHARE of the nodes and seeded dives for the rest."""
     if len(merged.blocks) == len(blocks):
@@ -221,8 +223,8 @@ def _coalesced(
     if found.peak >= best.peak:
         return best
     offsets = merged.expand(found.offsets, len(blocks))
-    return layout(blocks, offsets, algorithm=found.algorithm or "exact", bound=bound)
+    return packing(blocks, offsets, algorithm=found.algorithm or "exact", bound=bound)
 
 
-def _peak(found: Layout) -> int:
+def _peak(found: Packing) -> int:
     return found.peak

@@ -2,7 +2,7 @@
 
 Two blocks conflict when their inclusive step ranges [first, last] intersect; conflicting
 blocks must not share a byte. Offsets count bytes from the start of the place (pool or
-stack). Every offset algorithm is a function `(blocks, budget) -> Layout`.
+stack). Every offset algorithm is a function `(blocks, budget) -> Packing`.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ DEFAULT_BUDGET = Budget()
 
 
 @dataclass(frozen=True)
-class Layout:
+class Packing:
     """An algorithm's answer: an offset per block, its peak, whether no placement of these
     blocks can have a smaller peak (`optimal`), and which algorithm of the registry made
     the offsets (`auto` names the one it took them from)."""
@@ -104,7 +104,7 @@ class Layout:
 
 
 class Algorithm(Protocol):
-    def __call__(self, blocks: Sequence[Block], budget: Budget = ..., /) -> Layout: ...
+    def __call__(self, blocks: Sequence[Block], budget: Budget = ..., /) -> Packing: ...
 
 
 def align_up(value: int, align: int) -> int:
@@ -179,19 +179,19 @@ def grain(blocks: Sequence[Block]) -> int:
     return max(value, 1)
 
 
-def layout(
+def packing(
     blocks: Sequence[Block],
     offsets: Sequence[int],
     optimal: bool = False,
     algorithm: str = "",
     bound: int | None = None,
-) -> Layout:
-    """A Layout of `offsets`; optimal when proven so or when the peak meets the lower bound
+) -> Packing:
+    """A Packing of `offsets`; optimal when proven so or when the peak meets the lower bound
     (`bound`, when the caller knows it already)."""
     top = peak(blocks, offsets)
     if not optimal:
         optimal = top == (lower_bound(blocks) if bound is None else bound)
-    return Layout(tuple(offsets), top, optimal, algorithm)
+    return Packing(tuple(offsets), top, optimal, algorithm)
 
 
 def first_fit(block: Block, placed: Sequence[tuple[int, Block]]) -> int:

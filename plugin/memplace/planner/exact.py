@@ -36,10 +36,10 @@ from memplace.planner.blocks import (
     Block,
     Budget,
     Clock,
-    Layout,
+    Packing,
     grain,
-    layout,
     lower_bound,
+    packing,
     peak,
 )
 from memplace.planner.greedy import conflict_counts, greedy_conflicts, greedy_size
@@ -80,7 +80,7 @@ def meeting_pairs(blocks: Sequence[Block]) -> int:
     return sum(conflict_counts(blocks)) // 2
 
 
-def exact(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+def exact(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
     pairs = meeting_pairs(blocks)
     if pairs > MAX_PAIRS:
         raise ValueError(
@@ -93,8 +93,8 @@ def exact(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout
 
 
 def improve(
-    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | None = None
-) -> Layout:
+    blocks: Sequence[Block], budget: Budget, best: Packing, bound: int | None = None
+) -> Packing:
     """Search below the peak of `best` until it is proven optimal or the budget is spent.
     The answer names the exact search as its algorithm when the search found it, and keeps
     `best`'s name otherwise. `bound` is the blocks' lower bound, when known."""
@@ -122,7 +122,7 @@ def improve(
                 )
                 nodes_left -= nodes
                 if status == core.FOUND:
-                    best = Layout(tuple(offsets), peak(blocks, offsets), False, "exact")
+                    best = Packing(tuple(offsets), peak(blocks, offsets), False, "exact")
                 elif status == core.INFEASIBLE:
                     low = (target // step + 1) * step
                 elif status == core.TIME_LIMIT:
@@ -161,7 +161,9 @@ def improve(
     return _answer(blocks, best, low >= best.peak, bound)
 
 
-def dive(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | None = None) -> Layout:
+def dive(
+    blocks: Sequence[Block], budget: Budget, best: Packing, bound: int | None = None
+) -> Packing:
     """Seeded dives of the exact search below the peak of `best`, until the budget is spent
     or the bound (or the budget's goal) is met: each asks for a peak a small step
     (DIVE_STEP) below the best under one of the orders, its first keys raised by seeded
@@ -190,7 +192,7 @@ def dive(blocks: Sequence[Block], budget: Budget, best: Layout, bound: int | Non
         )
         nodes_left -= nodes
         if status == core.FOUND:
-            best = Layout(tuple(offsets), peak(blocks, offsets), False, "exact")
+            best = Packing(tuple(offsets), peak(blocks, offsets), False, "exact")
         elif status == core.INFEASIBLE:
             low = target + step
     return _answer(blocks, best, low >= best.peak, bound)
@@ -203,7 +205,7 @@ def _skyline(
     budget: Budget,
     per_dive: int,
     nodes_left: int,
-) -> tuple[Layout | None, int]:
+) -> tuple[Packing | None, int]:
     """A placement within `target` from this round's dives of the skyline search, each of
     at most `per_dive` nodes (None: none found), and the nodes they took."""
     spent = 0
@@ -217,7 +219,7 @@ def _skyline(
         _count(clock, status, nodes, len(blocks))
         spent += nodes
         if status == core.FOUND:
-            return Layout(tuple(offsets), peak(blocks, offsets), False, "exact"), spent
+            return Packing(tuple(offsets), peak(blocks, offsets), False, "exact"), spent
     return None, spent
 
 
@@ -237,8 +239,8 @@ def _count(clock: Clock, status: int, nodes: int, blocks: int) -> None:
         clock.stopped = True
 
 
-def _answer(blocks: Sequence[Block], best: Layout, proven: bool, bound: int) -> Layout:
-    return layout(blocks, best.offsets, proven, best.algorithm, bound)
+def _answer(blocks: Sequence[Block], best: Packing, proven: bool, bound: int) -> Packing:
+    return packing(blocks, best.offsets, proven, best.algorithm, bound)
 
 
 def _targets(

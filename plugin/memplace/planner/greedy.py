@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Sequence
 
 from memplace.planner import core
-from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout
+from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Packing, packing
 
 
 def place_in_order(blocks: Sequence[Block], order: Sequence[int]) -> list[int]:
@@ -46,10 +46,10 @@ def conflict_order(blocks: Sequence[Block], conflicts: Sequence[int]) -> list[in
     return sorted(range(len(blocks)), key=lambda i: (-conflicts[i], -blocks[i].size, i))
 
 
-def greedy_size(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
-    return layout(blocks, place_in_order(blocks, size_order(blocks)), algorithm="greedy-size")
+def greedy_size(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
+    return packing(blocks, place_in_order(blocks, size_order(blocks)), algorithm="greedy-size")
 
 
-def greedy_conflicts(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+def greedy_conflicts(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
     order = conflict_order(blocks, conflict_counts(blocks))
-    return layout(blocks, place_in_order(blocks, order), algorithm="greedy-conflicts")
+    return packing(blocks, place_in_order(blocks, order), algorithm="greedy-conflicts")

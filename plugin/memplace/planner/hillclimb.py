@@ -14,14 +14,22 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound, peak
+from memplace.planner.blocks import (
+    DEFAULT_BUDGET,
+    Block,
+    Budget,
+    Packing,
+    lower_bound,
+    packing,
+    peak,
+)
 from memplace.planner.greedy import place_in_order, size_order
 
 PATIENCE = 200
 """Steps in a row without a lower peak after which the climb gives up."""
 
 
-def hill_climb(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+def hill_climb(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
     rng = random.Random(budget.seed)
     bound = lower_bound(blocks)
     goal = max(bound, budget.goal or 0)
@@ -47,4 +55,4 @@ def hill_climb(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> L
         stale = 0 if height < best else stale + 1
         if height <= best:
             order, offsets, best = trial, moved, height
-    return layout(blocks, offsets, algorithm="hill-climb", bound=bound)
+    return packing(blocks, offsets, algorithm="hill-climb", bound=bound)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Layout, layout, lower_bound
+from memplace.planner.blocks import DEFAULT_BUDGET, Block, Budget, Packing, lower_bound, packing
 from memplace.planner.exact import MAX_PAIRS, improve, meeting_pairs
 from memplace.planner.greedy import greedy_conflicts, greedy_size, place_in_order, size_order
 
@@ -40,7 +40,7 @@ LARGE = 7500
 search can no longer afford a first try (`auto.EFFORT`)."""
 
 
-def windows(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layout:
+def windows(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Packing:
     bound = lower_bound(blocks)
     goal = max(bound, budget.goal or 0)
     start = greedy_size(blocks)
@@ -48,8 +48,8 @@ def windows(blocks: Sequence[Block], budget: Budget = DEFAULT_BUDGET, /) -> Layo
 
 
 def improve_windows(
-    blocks: Sequence[Block], budget: Budget, best: Layout, bound: int, goal: int
-) -> Layout:
+    blocks: Sequence[Block], budget: Budget, best: Packing, bound: int, goal: int
+) -> Packing:
     """`best`, or a better placement from searching the hot windows (see the module)."""
     if best.peak <= goal or not blocks:
         return best
@@ -71,7 +71,7 @@ def improve_windows(
         taken = set(order)
         order += [i for i in by_size if i not in taken]
         offsets = place_in_order(blocks, order)
-        tried = layout(blocks, offsets, algorithm="windows", bound=bound)
+        tried = packing(blocks, offsets, algorithm="windows", bound=bound)
         if tried.peak < best.peak:
             best = tried
         over = [i for i, at in enumerate(offsets) if at + blocks[i].size > goal]
