@@ -321,3 +321,33 @@ BLOCKS = st.lists(
     min_size=1,
     max_size=14,
 )
+
+
+# QEMU's mps2-an521 with cpu1's image programmed in SSRAM1 and run from SSRAM2, copied there
+# by cpu0 from its release table; the two cores meet in the mailbox.
+AN521_COPIED_CPU1 = """\
+memplace: board/v1
+extends: qemu-mps2-an521
+name: an521-cpu1-copied
+cores:
+  cpu1:
+    layout: {vectors: ssram2, code: ssram2, data: ssram2, load: ssram1, copy: releaser}
+    release:
+      by: cpu0
+      steps:
+        - {write: 0x50021114, value: 0x38200000}
+        - {clear: 0x50021118, mask: 0x2}
+pools:
+  ssram2_ws: null
+"""
+
+# QEMU's mps2-an521 with cpu1's data in SSRAM0 beside cpu0's whole image (its code and vector
+# table in SSRAM1, where INITSVTOR1 points): the two images share SSRAM0.
+AN521_SHARED_DATA = """\
+memplace: board/v1
+name: an521-shared-data
+extends: qemu-mps2-an521
+cores:
+  cpu1:
+    layout: {vectors: ssram1, code: ssram1, data: ssram0, load: ssram1}
+"""

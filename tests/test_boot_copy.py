@@ -15,7 +15,7 @@ import pytest
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-from conftest import PATIENCE, cli_error, has_toolchain, run_cli
+from conftest import AN521_COPIED_CPU1, PATIENCE, cli_error, has_toolchain, run_cli
 from memplace import contract
 from memplace.board import Board, load_board
 from memplace.project_files import run_record
@@ -64,22 +64,6 @@ cores:
     + TICK
 )
 
-# AN521 whose CPU1 image is programmed in SSRAM1 and run from SSRAM2, copied there by CPU0.
-AN521_COPIED_CPU1 = """\
-memplace: board/v1
-extends: qemu-mps2-an521
-name: an521-cpu1-copied
-cores:
-  cpu1:
-    layout: {vectors: ssram2, code: ssram2, data: ssram2, load: ssram1, copy: releaser}
-    release:
-      by: cpu0
-      steps:
-        - {write: 0x50021114, value: 0x38200000}
-        - {clear: 0x50021118, mask: 0x2}
-pools:
-  ssram2_ws: null
-"""
 
 # The i.MX RT1176 with the M7's image copied into ITCM by the boot ROM (non-XIP boot).
 RT1176_ROM_COPY = """\

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import has_toolchain, run_cli
+from conftest import AN521_COPIED_CPU1, AN521_SHARED_DATA, has_toolchain, run_cli
 from memplace import contract
 from memplace.board import load_board
 from memplace.codegen import render
@@ -23,33 +23,6 @@ from memplace.workload import Workload
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "examples" / "demo" / "workload.yaml"
 
-# AN521 whose CPU1 image is programmed in SSRAM1 and run from SSRAM2, copied there by CPU0
-# from its release table; the two cores meet in the mailbox.
-COPIED_CPU1 = """\
-memplace: board/v1
-extends: qemu-mps2-an521
-name: an521-cpu1-copied
-cores:
-  cpu1:
-    layout: {vectors: ssram2, code: ssram2, data: ssram2, load: ssram1, copy: releaser}
-    release:
-      by: cpu0
-      steps:
-        - {write: 0x50021114, value: 0x38200000}
-        - {clear: 0x50021118, mask: 0x2}
-pools:
-  ssram2_ws: null
-"""
-# cpu1's data in SSRAM0 beside cpu0's whole image: the images share SSRAM0, so generate
-# measures them (pools and stacks, found by their section names, do not count).
-SHARED_DATA = """\
-memplace: board/v1
-name: an521-shared-data
-extends: qemu-mps2-an521
-cores:
-  cpu1:
-    layout: {vectors: ssram1, code: ssram1, data: ssram0, load: ssram1}
-"""
 DUO = """\
 memplace: workload/v1
 name: duo
@@ -80,7 +53,9 @@ OLD = {name: getattr(contract, name) for name, *_ in RENAMES}
 def _inputs(tmp_path: Path, board: str) -> list[str | Path]:
     if board not in ("copied-cpu1", "shared-data"):
         return [board, DEMO]
-    (tmp_path / "board.yaml").write_text(COPIED_CPU1 if board == "copied-cpu1" else SHARED_DATA)
+    (tmp_path / "board.yaml").write_text(
+        AN521_COPIED_CPU1 if board == "copied-cpu1" else AN521_SHARED_DATA
+    )
     (tmp_path / "duo.yaml").write_text(DUO)
     return [tmp_path / "board.yaml", tmp_path / "duo.yaml"]
 

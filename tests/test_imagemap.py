@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import cli_error, has_toolchain, run_cli
+from conftest import AN521_COPIED_CPU1, AN521_SHARED_DATA, cli_error, has_toolchain, run_cli
 from memplace.board import load_board
 from memplace.codegen import render
 from memplace.imagemap import ImageMap, image_map
@@ -30,33 +30,6 @@ buffers:
   - {name: b, size: 2K, live: [s1, s2], users: [main1]}
 """
 
-# AN521 whose CPU1 image is programmed in SSRAM1 and run from SSRAM2, copied there by CPU0
-# (its release table), reporting to CPU0 through the mailbox.
-COPIED_CPU1 = """\
-memplace: board/v1
-extends: qemu-mps2-an521
-name: an521-cpu1-copied
-cores:
-  cpu1:
-    layout: {vectors: ssram2, code: ssram2, data: ssram2, load: ssram1, copy: releaser}
-    release:
-      by: cpu0
-      steps:
-        - {write: 0x50021114, value: 0x38200000}
-        - {clear: 0x50021118, mask: 0x2}
-pools:
-  ssram2_ws: null
-"""
-
-# cpu1's data in SSRAM0 beside cpu0's whole image: the two images share SSRAM0.
-DATA_SHARED = """\
-memplace: board/v1
-name: an521-shared-data
-extends: qemu-mps2-an521
-cores:
-  cpu1:
-    layout: {vectors: ssram1, code: ssram1, data: ssram0, load: ssram1}
-"""
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "workload.yaml"
 needs_toolchain = pytest.mark.skipif(not has_toolchain(), reason="needs arm-none-eabi-gcc, QEMU")
@@ -82,7 +55,7 @@ def _memory_lines(script: str) -> list[tuple[str, str, int, int]]:
 def test_render_only_formats_the_map_it_is_given(tmp_path: Path) -> None:
     """Measured sizes are an input of the map, not of render: given a map, render needs no
     build, and each linker script's MEMORY block is that map's regions, as they are."""
-    board_path, workload_path = _inputs(tmp_path, DATA_SHARED)
+    board_path, workload_path = _inputs(tmp_path, AN521_SHARED_DATA)
     board = load_board(board_path)
     result = plan(board, Workload.from_file(workload_path))
     assert image_map(board, result).shared_memories == ("ssram0",)
@@ -108,7 +81,7 @@ def test_render_only_formats_the_map_it_is_given(tmp_path: Path) -> None:
 
 
 def test_images_that_do_not_fit_their_shared_memory_are_refused(tmp_path: Path) -> None:
-    board_path, workload_path = _inputs(tmp_path, DATA_SHARED)
+    board_path, workload_path = _inputs(tmp_path, AN521_SHARED_DATA)
     board = load_board(board_path)
     result = plan(board, Workload.from_file(workload_path))
     with pytest.raises(Exception, match=r"memory 'ssram0' holds the images of cores cpu0, cpu1"):
@@ -127,7 +100,7 @@ def _edit_map(project: Path, change: Any) -> None:
 def test_verify_reads_the_map_the_project_keeps(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    board_path, workload = _inputs(tmp_path, COPIED_CPU1)
+    board_path, workload = _inputs(tmp_path, AN521_COPIED_CPU1)
     out = tmp_path / "p"
     code, stdout, err = run_cli(capsys, "check", board_path, workload, "--out", out)
     assert code == 0, stdout + err

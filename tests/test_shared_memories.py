@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_error, run_cli
+from conftest import AN521_SHARED_DATA, cli_error, run_cli
 from memplace.board import load_board
 from memplace.codegen import render
 from memplace.imagemap import IMAGE_ALIGN, shared_image_memories
@@ -31,16 +31,6 @@ buffers:
   - {name: tmp, size: 256, live: [s1, s1], scope: local, users: [main1]}
 """
 
-# QEMU's mps2-an521: cpu0's whole image in SSRAM0, and cpu1's data there too (its code and
-# vector table in SSRAM1, where INITSVTOR1 points).
-DATA_SHARED = """\
-memplace: board/v1
-name: an521-shared-data
-extends: qemu-mps2-an521
-cores:
-  cpu1:
-    layout: {vectors: ssram1, code: ssram1, data: ssram0, load: ssram1}
-"""
 
 # Both images wholly in SSRAM0: cpu1's starts at its vector table, which its release names.
 ONE_MEMORY = """\
@@ -84,7 +74,7 @@ def _range(project: Path, core: str, memory: str) -> tuple[int, int]:
 def test_images_sharing_a_memory_get_ranges_sized_from_the_build(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    board_path, workload = _write(tmp_path, DATA_SHARED)
+    board_path, workload = _write(tmp_path, AN521_SHARED_DATA)
     out = tmp_path / "p"
     code, stdout, err = run_cli(capsys, "check", board_path, workload, "--out", out)
     assert code == 0, stdout + err
@@ -144,7 +134,7 @@ def _app_sharing_sram(
 ) -> tuple[str, Path]:
     """`memplace generate` of an app whose two images keep their data in the 1K that SRAM
     leaves for images, each with `bss` bytes of its own: the one line it prints, and `out`."""
-    board = DATA_SHARED.replace("data: ssram0", "data: sram") + (
+    board = AN521_SHARED_DATA.replace("data: ssram0", "data: sram") + (
         "  cpu0:\n    layout: {vectors: ssram0, code: ssram0, data: sram, load: ssram0}\n"
         "pools:\n  sram_ws: {memory: sram, size: 111K, kind: workspace}\n"
     )
@@ -202,7 +192,7 @@ def test_an_image_too_big_for_the_memory_alone_fails_in_the_measuring_build(
 def test_verify_finds_images_whose_ranges_overlap(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    board_path, workload = _write(tmp_path, DATA_SHARED)
+    board_path, workload = _write(tmp_path, AN521_SHARED_DATA)
     out = tmp_path / "p"
     assert run_cli(capsys, "generate", board_path, workload, "--out", out)[0] == 0
     cpu0 = _range(out, "cpu0", "ssram0")
@@ -266,7 +256,7 @@ def test_rp2040_two_images_one_after_the_other_in_its_flash_and_sram(
 def test_render_without_a_build_shares_the_memory_evenly(tmp_path: Path) -> None:
     """The pure `render` (a library project, or a caller of the Python API) has nothing
     measured: the images still get disjoint ranges, the memory's room split evenly."""
-    board_path, workload_path = _write(tmp_path, DATA_SHARED)
+    board_path, workload_path = _write(tmp_path, AN521_SHARED_DATA)
     board = load_board(board_path)
     workload = Workload.from_file(workload_path)
     users = {c.buffer.name: c.users for c in resolve(board, workload)}
