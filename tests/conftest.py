@@ -351,3 +351,24 @@ cores:
   cpu1:
     layout: {vectors: ssram1, code: ssram1, data: ssram0, load: ssram1}
 """
+
+
+RTOS_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rtos-stacks"
+RTOS_EXAMPLE_FLAGS = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
+
+
+def build_rtos_example(folder: Path, flags: list[str] = RTOS_EXAMPLE_FLAGS) -> Path:
+    """examples/rtos-stacks built by its own commands with `flags`, as its Makefile does,
+    with GCC's two stack reports: the ELF `memplace stacks` reads."""
+    from memplace import process
+
+    gcc = process.find_tool("arm-none-eabi-gcc")
+    for name in ("tasks", "startup"):
+        argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
+        argv += [str(RTOS_EXAMPLE / f"{name}.c"), "-o", str(folder / f"{name}.o")]
+        assert process.run(argv, timeout=PATIENCE).returncode == 0
+    elf = folder / "rtos.elf"
+    argv = [gcc, *flags, "-nostdlib", "-T", str(RTOS_EXAMPLE / "link.ld")]
+    argv += [str(folder / "tasks.o"), str(folder / "startup.o"), "-o", str(elf)]
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
+    return elf

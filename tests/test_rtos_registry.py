@@ -15,13 +15,10 @@ from pathlib import Path
 import pytest
 
 import memplace.rtos
-from conftest import PATIENCE, run_cli
-from memplace import process
+from conftest import build_rtos_example, run_cli
 from memplace.rtos import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = REPO / "examples" / "rtos-stacks"
-FLAGS = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
 
 # The RTOS a user would add, as docs/architecture.md writes it: one module, built on
 # FreeRTOS's kernel (its task finder and reader) with ports of its own, one of them told by
@@ -48,16 +45,7 @@ def firmware(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example firmware built by its own commands, with GCC's two stack reports."""
     build = tmp_path_factory.mktemp("tiny") / "build"
     build.mkdir()
-    gcc = process.find_tool("arm-none-eabi-gcc")
-    for name in ("tasks", "startup"):
-        argv = [gcc, *FLAGS, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
-        argv += [str(SOURCES / f"{name}.c"), "-o", str(build / f"{name}.o")]
-        assert process.run(argv, timeout=PATIENCE).returncode == 0
-    elf = build / "rtos.elf"
-    argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld")]
-    argv += [str(build / "tasks.o"), str(build / "startup.o"), "-o", str(elf)]
-    assert process.run(argv, timeout=PATIENCE).returncode == 0
-    return elf
+    return build_rtos_example(build)
 
 
 def _added(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tell: str) -> Iterator[None]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import PATIENCE, run_cli
+from conftest import PATIENCE, build_rtos_example, run_cli
 from memplace import process
 
 SOURCES = Path(__file__).resolve().parents[1] / "examples" / "rtos-stacks"
@@ -59,30 +59,7 @@ def firmware(tmp_path_factory: pytest.TempPathFactory) -> Path:
     `memplace stacks` needs."""
     build = tmp_path_factory.mktemp("rtos") / "build"
     build.mkdir()
-    gcc = process.find_tool("arm-none-eabi-gcc")
-    for name in ("tasks", "startup"):
-        argv = [gcc, *FLAGS, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
-        argv += [str(SOURCES / f"{name}.c"), "-o", str(build / f"{name}.o")]
-        assert process.run(argv, timeout=PATIENCE).returncode == 0
-    elf = build / "rtos.elf"
-    argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld")]
-    argv += [str(build / "tasks.o"), str(build / "startup.o"), "-o", str(elf)]
-    assert process.run(argv, timeout=PATIENCE).returncode == 0
-    return elf
-
-
-def _build(folder: Path, flags: list[str]) -> Path:
-    """The example built with `flags` and GCC's two stack reports, as its Makefile does."""
-    gcc = process.find_tool("arm-none-eabi-gcc")
-    for name in ("tasks", "startup"):
-        argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
-        argv += [str(SOURCES / f"{name}.c"), "-o", str(folder / f"{name}.o")]
-        assert process.run(argv, timeout=PATIENCE).returncode == 0
-    elf = folder / "rtos.elf"
-    argv = [gcc, *flags, "-nostdlib", "-T", str(SOURCES / "link.ld")]
-    argv += [str(folder / "tasks.o"), str(folder / "startup.o"), "-o", str(elf)]
-    assert process.run(argv, timeout=PATIENCE).returncode == 0
-    return elf
+    return build_rtos_example(build)
 
 
 def _su_frames(folder: Path) -> dict[str, int]:
@@ -116,7 +93,7 @@ def test_every_optimisation_level_is_bounded(
     each bound holds GCC's own frames."""
     folder = tmp_path / "build"
     folder.mkdir()
-    elf = _build(folder, [*flags, "-mthumb", "-ffreestanding"])
+    elf = build_rtos_example(folder, [*flags, "-mthumb", "-ffreestanding"])
     board = (SOURCES / "board.yaml").read_text()
     code, out, _ = _stacks(capsys, tmp_path, board, str(elf), "--json")
     report = json.loads(out)
