@@ -357,18 +357,22 @@ RTOS_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rtos-stacks"
 RTOS_EXAMPLE_FLAGS = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
 
 
-def build_rtos_example(folder: Path, flags: list[str] = RTOS_EXAMPLE_FLAGS) -> Path:
+def build_rtos_example(
+    folder: Path, flags: list[str] = RTOS_EXAMPLE_FLAGS, tasks: Path | None = None
+) -> Path:
     """examples/rtos-stacks built by its own commands with `flags`, as its Makefile does,
-    with GCC's two stack reports: the ELF `memplace stacks` reads."""
+    with GCC's two stack reports beside each object in `folder`: the ELF `memplace stacks`
+    reads. `tasks` replaces the example's tasks.c."""
     from memplace import process
 
     gcc = process.find_tool("arm-none-eabi-gcc")
-    for name in ("tasks", "startup"):
+    objects = []
+    for source in (tasks or RTOS_EXAMPLE / "tasks.c", RTOS_EXAMPLE / "startup.c"):
+        objects.append(str(folder / f"{source.stem}.o"))
         argv = [gcc, *flags, "-fstack-usage", "-fcallgraph-info=su,da", "-c"]
-        argv += [str(RTOS_EXAMPLE / f"{name}.c"), "-o", str(folder / f"{name}.o")]
+        argv += [str(source), "-o", objects[-1]]
         assert process.run(argv, timeout=PATIENCE).returncode == 0
     elf = folder / "rtos.elf"
-    argv = [gcc, *flags, "-nostdlib", "-T", str(RTOS_EXAMPLE / "link.ld")]
-    argv += [str(folder / "tasks.o"), str(folder / "startup.o"), "-o", str(elf)]
+    argv = [gcc, *flags, "-nostdlib", "-T", str(RTOS_EXAMPLE / "link.ld"), *objects, "-o", str(elf)]
     assert process.run(argv, timeout=PATIENCE).returncode == 0
     return elf

@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import PATIENCE, build_rtos_example, run_cli
+from conftest import PATIENCE, RTOS_EXAMPLE, RTOS_EXAMPLE_FLAGS, build_rtos_example, run_cli
 from memplace import process
 
-SOURCES = Path(__file__).resolve().parents[1] / "examples" / "rtos-stacks"
-FLAGS = ["-mcpu=cortex-m3", "-mthumb", "-O1", "-ffreestanding"]
+SOURCES = RTOS_EXAMPLE
+FLAGS = RTOS_EXAMPLE_FLAGS
+
 BOARD = """\
 memplace: board/v1
 extends: qemu-mps2-an385
@@ -412,15 +413,7 @@ def test_recursion_costs_its_deepest_pass_and_a_cut_call_is_an_assumption(
     the bound rests on it."""
     source = tmp_path / "recursive.c"
     source.write_text(RECURSIVE)
-    gcc = process.find_tool("arm-none-eabi-gcc")
-    flags = [*FLAGS, "-fstack-usage", "-fcallgraph-info=su,da"]
-    for name, path in (("recursive", source), ("startup", SOURCES / "startup.c")):
-        argv = [gcc, *flags, "-c", str(path), "-o", str(tmp_path / f"{name}.o")]
-        assert process.run(argv, timeout=PATIENCE, cwd=tmp_path).returncode == 0
-    elf = tmp_path / "recursive.elf"
-    argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld"), "-o", str(elf)]
-    argv += [str(tmp_path / "recursive.o"), str(tmp_path / "startup.o")]
-    assert process.run(argv, timeout=PATIENCE).returncode == 0
+    elf = build_rtos_example(tmp_path, FLAGS, tasks=source)
     frames = _su_frames(tmp_path)
     board = BOARD.split("contexts:")[0] + (
         "contexts:\n  worker: {core: cpu0, kind: task, entry: vRecursiveTask, "
@@ -496,15 +489,7 @@ def test_a_call_cut_where_one_caller_calls_stays_for_the_others(
 ) -> None:
     source = tmp_path / "ticks.c"
     source.write_text(TICKS)
-    gcc = process.find_tool("arm-none-eabi-gcc")
-    flags = [*FLAGS, "-fstack-usage", "-fcallgraph-info=su,da"]
-    for name, path in (("ticks", source), ("startup", SOURCES / "startup.c")):
-        argv = [gcc, *flags, "-c", str(path), "-o", str(tmp_path / f"{name}.o")]
-        assert process.run(argv, timeout=PATIENCE, cwd=tmp_path).returncode == 0
-    elf = tmp_path / "ticks.elf"
-    argv = [gcc, *FLAGS, "-nostdlib", "-T", str(SOURCES / "link.ld"), "-o", str(elf)]
-    argv += [str(tmp_path / "ticks.o"), str(tmp_path / "startup.o")]
-    assert process.run(argv, timeout=PATIENCE).returncode == 0
+    elf = build_rtos_example(tmp_path, FLAGS, tasks=source)
     board = BOARD.split("contexts:")[0] + (
         "contexts:\n  ticked: {core: cpu0, kind: task, entry: vTickedTask, stack: {size: 4096}}\n"
         "  systick: {core: cpu0, kind: isr, entry: SysTick_Handler, priority: 255}\n"
