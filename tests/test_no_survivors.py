@@ -74,16 +74,10 @@ def qemu_running(image: Path) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(
-    "ending", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name
-)
-def test_ending_memplace_run_ends_qemu(endless: Path, ending: signal.Signals) -> None:
-    image = endless / "build" / "cpu0.elf"
-    memplace = subprocess.Popen(
-        [*RUN, str(endless), "--timeout", f"{2 * PATIENCE:g}"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _end_while_qemu_runs(argv: list[str], image: Path, ending: signal.Signals) -> tuple[int, str]:
+    """Start memplace, send it `ending` once QEMU runs `image`, and see QEMU end with it:
+    memplace's exit code and what it said."""
+    memplace = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: qemu_running(image), "QEMU started")
         memplace.send_signal(ending)
@@ -92,32 +86,31 @@ def test_ending_memplace_run_ends_qemu(endless: Path, ending: signal.Signals) ->
     finally:
         memplace.kill()
         memplace.wait()
+    assert memplace.stderr is not None
+    return code, memplace.stderr.read()
+
+
+@pytest.mark.parametrize(
+    "ending", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name
+)
+def test_ending_memplace_run_ends_qemu(endless: Path, ending: signal.Signals) -> None:
+    image = endless / "build" / "cpu0.elf"
+    argv = [*RUN, str(endless), "--timeout", f"{2 * PATIENCE:g}"]
+    code, said = _end_while_qemu_runs(argv, image, ending)
     if ending == signal.SIGKILL:
         assert code == -signal.SIGKILL
     elif ending == signal.SIGINT:
         assert code == 130
     else:
         assert code == 128 + ending
-        assert memplace.stderr is not None
-        assert f"memplace: ended by {ending.name}" in memplace.stderr.read()
+        assert f"memplace: ended by {ending.name}" in said
 
 
 @pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_ending_memplace_stacks_run_ends_qemu(endless: Path, ending: signal.Signals) -> None:
     image = endless / "build" / "cpu0.elf"
-    memplace = subprocess.Popen(
-        [*STACKS, "--timeout", f"{2 * PATIENCE:g}", str(image)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        wait_until(lambda: qemu_running(image), "QEMU started")
-        memplace.send_signal(ending)
-        code = memplace.wait(PATIENCE)
-        wait_until(lambda: not qemu_running(image), "QEMU ended with memplace")
-    finally:
-        memplace.kill()
-        memplace.wait()
+    argv = [*STACKS, "--timeout", f"{2 * PATIENCE:g}", str(image)]
+    code, _ = _end_while_qemu_runs(argv, image, ending)
     assert code == (-signal.SIGKILL if ending == signal.SIGKILL else 128 + ending)
 
 
