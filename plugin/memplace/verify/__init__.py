@@ -73,6 +73,7 @@ def verify(
     if run is not None:
         findings += _run_findings(run)
     assumptions = hints.assumptions() if hints is not None else ()
+    assumptions += tuple(said for graph in graphs.values() for said in graph.assumptions)
     checks = tuple(c for c in CHECKS if c not in STACKS_ONLY)
     return Report(tuple(dict.fromkeys(findings)), tuple(stacks), warnings, assumptions, checks)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from memplace.errors import InputError
 from memplace.files import integer
+from memplace.hints import StackHints
 from memplace.verify.frames import Call, Frame, Instruction
 from memplace.verify.image import Function, LineTable
 
@@ -166,6 +167,12 @@ class CallGraph:
     floating: frozenset[int] = frozenset()  # functions with floating-point instructions
     code: tuple[Instruction, ...] = ()  # the image's instructions, in address order
     symbols: frozenset[str] = frozenset()  # every symbol's name (an RTOS port's tells)
+    # Indirect calls the image itself resolves (`cxx.py`: the C++ runtime's, virtual
+    # calls): the call's address → its targets; the hints that go with them (the bundled
+    # set for the runtime), and what they assume, as the reports list it.
+    resolved: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    runtime_hints: StackHints | None = None
+    assumptions: tuple[str, ...] = ()
 
     def reaches_floating(self, root: int, edges: Mapping[int, Iterable[tuple[int, int]]]) -> bool:
         """Whether `root` or any function it calls (along `edges`) uses the FPU."""

@@ -118,7 +118,11 @@ def check_stacks(
         findings.append(Finding("run", "exit", f"the firmware exited with code {run.exit_code}"))
     checks = STACK_CHECKS + (RUN_CHECKS if run is not None else ())
     return Report(
-        tuple(dict.fromkeys(findings)), tuple(stacks), warnings, hints.assumptions(), checks
+        tuple(dict.fromkeys(findings)),
+        tuple(stacks),
+        warnings,
+        hints.assumptions() + graph.assumptions,
+        checks,
     )
 
 

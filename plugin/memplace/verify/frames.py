@@ -134,15 +134,23 @@ ReadWord = Callable[[int], int | None]
 
 
 def read_frames(
-    functions: Iterable[Function], instructions: Sequence[Instruction], read_word: ReadWord
+    functions: Iterable[Function],
+    instructions: Sequence[Instruction],
+    read_word: ReadWord,
+    landing: frozenset[int] = frozenset(),
 ) -> dict[int, Frame]:
-    """The frame of every function, by its address."""
+    """The frame of every function, by its address. The functions in `landing` have landing
+    pads (C++ catches and cleanups, which only the unwinder jumps to): their code no branch
+    reaches is walked too, with the stack as it is at their calls (a landing pad runs with
+    the registers of the call that threw)."""
     addresses = [i.address for i in instructions]
     frames = {}
     for function in functions:
         low = bisect.bisect_left(addresses, function.address)
         high = bisect.bisect_left(addresses, function.end)
-        frames[function.address] = _Walker(function, instructions[low:high], read_word).walk()
+        walker = _Walker(function, instructions[low:high], read_word)
+        walker.landing = function.address in landing
+        frames[function.address] = walker.walk()
     return frames
 
 
@@ -188,6 +196,7 @@ class _Walker:
     tables: list[_State] = field(default_factory=list)
     deepest: int = 0
     unknown: str | None = None
+    landing: bool = False
 
     def walk(self) -> Frame:
         self.index = {insn.address: n for n, insn in enumerate(self.code)}
@@ -212,6 +221,8 @@ class _Walker:
             if not pending:
                 break
             self._run(pending)
+        if self.landing and self.unknown is None:
+            self._landing_pads()
         return Frame(
             function=self.function,
             size=self.deepest,
@@ -219,6 +230,26 @@ class _Walker:
             dynamic=tuple(sorted(self.dynamic)),
             unknown=self.unknown,
         )
+
+    def _landing_pads(self) -> None:
+        """Walks the code nothing reached from the state of the function's calls joined:
+        the landing pads the unwinder enters with the registers of the call that threw."""
+        at_calls = [
+            state
+            for insn, state in zip(self.code, self.states, strict=True)
+            if state is not None and _split(insn.mnemonic)[0] in ("bl", "blx")
+        ]
+        if not at_calls:
+            return
+        seed = at_calls[0]
+        for state in at_calls[1:]:
+            seed = seed.join(state)
+        pending = [
+            (n, seed)
+            for n, insn in enumerate(self.code)
+            if self.states[n] is None and not insn.is_data
+        ]
+        self._run(pending)
 
     def _run(self, work: list[tuple[int, _State]]) -> None:
         while work and self.unknown is None:
@@ -387,11 +418,27 @@ class _Walker:
             # A veneer: a jump through a literal to a function out of `bl` range.
             self._call(insn, state, None if word is None else word & ~1, tail=True)
             return "stop"
-        if source.startswith("[pc") or base == "add":
+        if source.startswith("[pc") or base == "add" or self._table_base(insn, source):
             self.tables.append(state)
             return "stop"
         self._call(insn, state, None, tail=True)
         return "stop"
+
+    def _table_base(self, insn: Instruction, source: str) -> bool:
+        """Whether `ldr pc, [rX, rY, lsl #2]` reads a jump table: rX set by `adr rX, table`
+        (`add rX, pc, #n`) in the straight run of code before it, as GCC's -Os switches."""
+        found = re.fullmatch(r"\[(\w+), \w+, lsl #2\]", source)
+        if found is None:
+            return False
+        at = self.index[insn.address]
+        for before in range(at - 1, max(at - 4, -1), -1):
+            previous = self.code[before]
+            ops = _operands(previous.operands)
+            if previous.is_data or not ops or ops[0] != found[1]:
+                continue
+            base, _ = _split(previous.mnemonic)
+            return base in ("add", "adr", "addw") and len(ops) == 3 and ops[1] == "pc"
+        return False
 
     def _literal(self, insn: Instruction, register: str) -> int | None:
         """The word `register` was loaded with from a literal pool in the same straight run
@@ -563,3 +610,10 @@ def _popped_registers(code: Sequence[Instruction]) -> set[str]:
             popped.add(ops[0])
     popped.discard("pc")
     return popped
+
+
+# What the C++ reader (`cxx.py`) reads instructions with.
+branch_target = _target
+operands = _operands
+registers = _registers
+split_mnemonic = _split

@@ -41,6 +41,7 @@ from memplace.project import Project
 from memplace.project_files import build_dir
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
 from memplace.verify.cortexm import ENTRY_ALIGNMENT, EXCEPTION_FRAME, EXCEPTION_FRAME_FP, FPU_CPUS
+from memplace.verify.cxx import exception_index, resolve
 from memplace.verify.frames import Instruction, parse_objdump, read_frames
 from memplace.verify.image import Image, LineTable
 from memplace.verify.report import Finding
@@ -83,6 +84,8 @@ class Analysis:
     hints: StackHints = field(default_factory=StackHints)
 
     def __post_init__(self) -> None:
+        if self.graph.runtime_hints is not None:
+            self.hints = self.hints.merged(self.graph.runtime_hints)
         self.edges: dict[int, list[tuple[int, int]]] = {}  # caller → (depth, callee)
         self.own: dict[int, list[Problem]] = {}
         self.frames: dict[int, int] = {}
@@ -147,6 +150,13 @@ class Analysis:
                 continue
             targets = self.hints.targets(names, call.location)
             where = call.location or f"0x{call.address:x}"
+            if targets is None and call.address in self.graph.resolved:
+                edges += [
+                    (depth, target)
+                    for target in self.graph.resolved[call.address]
+                    if not self._cut(names, target)
+                ]
+                continue
             if targets is None:
                 problems.append(
                     Problem(
@@ -461,15 +471,23 @@ def image_graph(image: Image, su_files: Iterable[Path], ci_files: Iterable[Path]
         return None if data is None else int(struct.unpack("<I", data)[0])
 
     instructions = parse_objdump(result.output)
-    frames = read_frames(image.iter_functions(), instructions, read_word)
+    index = exception_index(image)
+    frames = read_frames(image.iter_functions(), instructions, read_word, index.handlers)
     units = [parse_ci(_read(p), str(p)) for p in ci_files]
     su = [f for p in su_files for f in parse_su(_read(p), str(p))]
     graph = merge(frames, units, su, LineTable(image.path))
-    return replace(
+    graph = replace(
         graph,
         floating=_floating(image, instructions),
         code=tuple(instructions),
         symbols=frozenset(symbol.name for symbol in image.symbols),
+    )
+    resolution = resolve(image, graph, index)
+    return replace(
+        graph,
+        resolved=resolution.sites,
+        runtime_hints=resolution.hints,
+        assumptions=resolution.assumptions,
     )
 
 

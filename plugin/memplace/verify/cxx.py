@@ -1,0 +1,567 @@
+"""C++ in an image: where the indirect calls of its runtime and its virtual calls go, read
+from the image itself, so a C++ firmware's stacks are bounded without hints.
+
+The toolchain's C++ runtime (libgcc's Arm EHABI unwinder, libsupc++, newlib's `raise`)
+calls through pointers the program gives it. Each is resolved from what the image holds:
+
+- the personality routines the unwinder calls are those the image's exception index
+  names (`.ARM.exidx`, and the `.ARM.extab` entries it points at): a generic entry names
+  its routine (`__gxx_personality_v0`), a compact one its index (`__aeabi_unwind_cpp_prN`);
+- a handler the runtime keeps (terminate, unexpected, new, a signal's) is the initial value
+  of the variable that holds it, or a function the program hands to its setter
+  (`std::set_terminate(f)`), read as the constant argument of every call of the setter;
+- an exception's destructor is the constant third argument of every `__cxa_throw`; its
+  cleanup is libsupc++'s own (`__gxx_exception_cleanup`): foreign exceptions are assumed
+  away;
+- the unwinder's stop and trace functions are the arguments of every
+  `_Unwind_ForcedUnwind` and `_Unwind_Backtrace` call (none: the call is never made).
+
+A setter called with a pointer that is no constant leaves its calls unresolved (a
+finding, as before). A virtual call (an indirect call in C++ code that loads its target
+from slot K of the table an object's word points to: `ldr r3, [r0]; ldr r3, [r3, #K];
+blx r3`) reaches the functions at slot K of the image's vtables (`_ZTV*`, `_ZTC*`, from the
+symbol table): every address point of a vtable (a word after the offset-to-top and the
+type_info word) plus K. Each resolution is an assumption the reports list.
+
+The unwinder's frames count on the thrower's stack: `__cxa_throw` calls them, so the call
+graph holds them under the throw. A landing pad (a catch or a cleanup) is reached only
+through the unwinder: the walk of a function the exception index gives handlers
+(`frames.read_frames`' `landing`) goes on from every instruction no branch reached, with the
+stack as it was at its calls.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memplace.errors import Mark
+from memplace.hints import FunctionHint, StackHints, load_hints
+from memplace.verify.callgraph import CallGraph
+from memplace.verify.frames import (
+    Instruction,
+    branch_target,
+    operands,
+    registers,
+    split_mnemonic,
+)
+from memplace.verify.image import Function, Image
+
+EXIDX = ".ARM.exidx"
+CANTUNWIND = 1
+COMPACT = 0x8000_0000
+BUNDLED = "cxx-runtime"
+"""The bundled hints set for what the image cannot tell (recursion depths of the runtime's
+error paths, the unwinder's stack switch): applied when the image holds the runtime."""
+RUNTIME_TELLS = ("__cxa_throw", "__gxx_personality_v0", "__gnu_Unwind_RaiseException")
+
+_SOURCES = (".cc", ".cpp", ".cxx", ".c++", ".C", ".hpp", ".hh", ".hxx", ".h++", ".tcc")
+_VTABLES = ("_ZTV", "_ZTC")
+_REGISTERS = frozenset([*(f"r{n}" for n in range(13)), "ip", "lr", "fp", "sl", "sb"])
+_LOOK_BACK = 24  # instructions searched back from a call for its operands
+
+
+@dataclass(frozen=True)
+class ExceptionIndex:
+    """What `.ARM.exidx` says: the personality routines it names, and the functions with
+    handlers (landing pads)."""
+
+    personalities: frozenset[int] = frozenset()
+    compact: frozenset[int] = frozenset()  # __aeabi_unwind_cpp_prN indexes
+    handlers: frozenset[int] = frozenset()
+
+
+def exception_index(image: Image) -> ExceptionIndex:
+    section = image.get_section(EXIDX)
+    data = image.read(section.address, section.size) if section is not None else None
+    if section is None or data is None:
+        return ExceptionIndex()
+    personalities: set[int] = set()
+    compact: set[int] = set()
+    handlers: set[int] = set()
+    for at in range(0, len(data) // 8 * 8, 8):
+        word, entry = struct.unpack_from("<II", data, at)
+        place = section.address + at
+        function = _prel31(word, place) & ~1
+        if entry == CANTUNWIND:
+            continue
+        if entry & COMPACT:
+            compact.add((entry >> 24) & 0xF)
+            continue
+        table = _prel31(entry, place + 4)
+        raw = image.read(table, 4)
+        if raw is None:
+            continue
+        (first,) = struct.unpack("<I", raw)
+        handlers.add(function)
+        if first & COMPACT:
+            compact.add((first >> 24) & 0xF)
+        else:
+            personalities.add(_prel31(first, table) & ~1)
+    return ExceptionIndex(frozenset(personalities), frozenset(compact), frozenset(handlers))
+
+
+def _prel31(word: int, place: int) -> int:
+    offset = word & 0x7FFF_FFFF
+    if offset & 0x4000_0000:
+        offset -= 0x8000_0000
+    return (place + offset) & 0xFFFF_FFFF
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A pointer the runtime keeps and calls: the variables holding its initial value, and
+    the functions that set it, with the argument register the pointer is passed in."""
+
+    what: str
+    variables: tuple[str, ...] = ()
+    setters: tuple[tuple[str, str], ...] = ()
+    family: tuple[str, ...] = ()  # functions passing the pointer on (not a program's call)
+
+
+HANDLERS = {
+    "terminate": Handler(
+        "the terminate handler",
+        ("_ZN10__cxxabiv119__terminate_handlerE",),
+        (("_ZSt13set_terminatePFvvE", "r0"),),
+    ),
+    "unexpected": Handler(
+        "the unexpected handler",
+        ("_ZN10__cxxabiv120__unexpected_handlerE",),
+        (("_ZSt14set_unexpectedPFvvE", "r0"),),
+    ),
+    "new": Handler(
+        "the new handler",
+        ("_ZN12_GLOBAL__N_113__new_handlerE",),
+        (("_ZSt15set_new_handlerPFvvE", "r0"),),
+    ),
+    "signal": Handler(
+        "a signal handler",
+        (),
+        (("signal", "r1"), ("_signal_r", "r2")),
+        ("signal", "_signal_r"),
+    ),
+    "destructor": Handler(
+        "a thrown object's destructor",
+        (),
+        (("__cxa_throw", "r2"), ("__cxa_init_primary_exception", "r2")),
+        ("__cxa_throw", "__cxa_init_primary_exception"),
+    ),
+    "stop": Handler(
+        "a forced unwind's stop function",
+        (),
+        (("_Unwind_ForcedUnwind", "r1"), ("__gnu_Unwind_ForcedUnwind", "r1")),
+        ("_Unwind_ForcedUnwind", "___Unwind_ForcedUnwind", "__gnu_Unwind_ForcedUnwind"),
+    ),
+    "trace": Handler(
+        "a backtrace's callback",
+        (),
+        (("_Unwind_Backtrace", "r0"), ("__gnu_Unwind_Backtrace", "r0")),
+        ("_Unwind_Backtrace", "___Unwind_Backtrace", "__gnu_Unwind_Backtrace"),
+    ),
+}
+
+# The runtime's functions that call through those pointers (by name, or a prefix ending
+# in `*`), and what they call: `personality` and `cleanup` are the unwinder's.
+CALLERS: dict[str, tuple[str, ...]] = {
+    "__gnu_Unwind_RaiseException": ("personality",),
+    "__gnu_Unwind_Resume": ("personality",),
+    "__gnu_Unwind_Resume_or_Rethrow": ("personality",),
+    "unwind_phase2": ("personality",),
+    "unwind_phase2_forced": ("personality", "stop"),
+    "__gnu_Unwind_Backtrace": ("personality", "trace"),
+    "_Unwind_DeleteException": ("cleanup",),
+    "_ZN10__cxxabiv111__terminateEPFvvE": ("terminate",),
+    "_ZN10__cxxabiv112__unexpectedEPFvvE": ("unexpected",),
+    "_Znw*": ("new",),
+    "_Zna*": ("new",),
+    "raise": ("signal",),
+    "_raise_r": ("signal",),
+    "*__gxx_exception_cleanup*": ("destructor",),
+    "*__gxx_dependent_exception_cleanup*": ("destructor",),
+    "*__gxx_decrement_refcount*": ("destructor",),
+    "_ZNSt15__exception_ptr13exception_ptr10_M_releaseEv": ("destructor",),
+}
+CLEANUPS = ("__gxx_exception_cleanup", "__gxx_dependent_exception_cleanup")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Indirect calls resolved from the image: the call's address → its targets."""
+
+    sites: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    hints: StackHints | None = None  # the bundled set, when the image holds the runtime
+    assumptions: tuple[str, ...] = ()
+
+
+def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None) -> Resolution:
+    """Every indirect call of the image's C++ runtime and every virtual call, resolved where
+    the image tells."""
+    index = index if index is not None else exception_index(image)
+    kinds: dict[str, tuple[int, ...] | None] = {}
+    said: list[str] = []
+    sites: dict[int, tuple[int, ...]] = {}
+    code = graph.code
+    starts = [insn.address for insn in code]
+    vtables = _Vtables(image, graph)
+    for address in sorted(graph.nodes):
+        node = graph.nodes[address]
+        indirect = [call for call in node.calls if call.target is None]
+        if not indirect:
+            continue
+        wanted = _kinds_of(node.function.names)
+        if wanted:
+            targets: set[int] = set()
+            for kind in wanted:
+                if kind not in kinds:
+                    kinds[kind] = _targets(kind, image, graph, index, code, starts)
+                found = kinds[kind]
+                if found is None:
+                    break
+                targets.update(found)
+            else:
+                for call in indirect:
+                    sites[call.address] = tuple(sorted(targets))
+                said.append(
+                    f"{node.name} calls {_described(wanted)}: {_names(graph, targets)} "
+                    f"({image.path.name})"
+                )
+            continue  # a pointer the image does not tell stays unresolved: a finding
+        if not _cxx(node.function.names, [c.location for c in indirect]):
+            continue
+        for call in indirect:
+            slot = _slot(code, starts, call.address, node.function.address, node.function.end)
+            if slot is None or not vtables.points:
+                continue
+            found_targets = vtables.at_slot(slot)
+            sites[call.address] = found_targets
+            where = call.location or f"0x{call.address:x}"
+            said.append(
+                f"virtual call in {node.name} at {where} (slot {slot // 4}) reaches slot "
+                f"{slot // 4} of the image's vtables: {_names(graph, found_targets)} "
+                f"({image.path.name})"
+            )
+    hints = None
+    if any(name in graph.by_name for name in RUNTIME_TELLS):
+        hints = load_hints([BUNDLED]) or StackHints()
+        said += [f"{line} ({BUNDLED}, {image.path.name})" for line in bundled_said(hints)]
+    depth = _hierarchy_depth(image)
+    casts = [
+        name
+        for node in graph.nodes.values()
+        for name in node.function.names[:1]
+        if name.startswith(_CASTS)
+    ]
+    if depth is not None and casts:
+        mark = Mark(image.path.name, 1, 1)
+        more = StackHints(
+            recursion=tuple(FunctionHint(name, depth, mark) for name in sorted(casts)),
+            source=f"{image.path.name} (type_info)",
+            lenient=frozenset({image.path.name}),
+        )
+        hints = more if hints is None else hints.merged(more)
+        said.append(
+            f"recursion depth {depth}: the type_info casts of classes with bases "
+            f"(__si_class_type_info, __vmi_class_type_info), the longest chain of bases of "
+            f"the image's type_info objects ({image.path.name})"
+        )
+    return Resolution(sites, hints, tuple(dict.fromkeys(said)))
+
+
+_CASTS = ("_ZNK10__cxxabiv120__si_class_type_info", "_ZNK10__cxxabiv121__vmi_class_type_info")
+_SI = "_ZTVN10__cxxabiv120__si_class_type_infoE"
+_VMI = "_ZTVN10__cxxabiv121__vmi_class_type_infoE"
+
+
+def _hierarchy_depth(image: Image) -> int | None:
+    """The most classes on one chain of bases, from the image's type_info objects (an
+    `__si_class_type_info` names its base at +8, a `__vmi_class_type_info` its count at
+    +12 and its bases from +16, 8 bytes each); None when a base is no type_info object."""
+    vtables = {}
+    for name in (_SI, _VMI):
+        symbol = image.get_symbol(name)
+        if symbol is not None:
+            vtables[symbol.address + 8] = name
+    infos = {s.address: s for s in image.symbols if s.name.startswith("_ZTI") and s.size >= 8}
+    bases: dict[int, list[int]] = {}
+    for address, symbol in infos.items():
+        data = image.read(address, symbol.size) or b""
+        words = [w for (w,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+        kind = vtables.get(words[0]) if words else None
+        if kind == _SI and len(words) >= 3:
+            bases[address] = [words[2]]
+        elif kind == _VMI and len(words) >= 4:
+            count = words[3]
+            if len(words) < 4 + 2 * count:
+                return None
+            bases[address] = [words[4 + 2 * n] for n in range(count)]
+        else:
+            bases[address] = []
+    memo: dict[int, int] = {}
+
+    def depth(at: int, seen: frozenset[int]) -> int | None:
+        if at in memo:
+            return memo[at]
+        if at not in bases or at in seen:
+            return None
+        longest = 0
+        for base in bases[at]:
+            below = depth(base, seen | {at})
+            if below is None:
+                return None
+            longest = max(longest, below)
+        memo[at] = longest + 1
+        return memo[at]
+
+    found = [depth(address, frozenset()) for address in sorted(bases)]
+    if any(d is None for d in found):
+        return None
+    return max((d for d in found if d is not None), default=None)
+
+
+def bundled_said(hints: StackHints) -> list[str]:
+    """The bundled set's hints, as the reports list them."""
+    said = [f"recursion depth {h.value}: {h.function}" for h in hints.recursion]
+    said += [f"frame of {h.value} bytes: {h.function}" for h in hints.frames]
+    said += [f"call cut: {cut}" for cut in hints.cut_calls]
+    return said
+
+
+def _kinds_of(names: Iterable[str]) -> tuple[str, ...]:
+    for name in names:
+        for pattern, kinds in CALLERS.items():
+            if _matches(pattern, name):
+                return kinds
+    return ()
+
+
+def _matches(pattern: str, name: str) -> bool:
+    if pattern.startswith("*") and pattern.endswith("*"):
+        return pattern.strip("*") in name
+    if pattern.endswith("*"):
+        return name.startswith(pattern[:-1])
+    return name == pattern
+
+
+def _described(kinds: Sequence[str]) -> str:
+    words = {"personality": "the personality routines", "cleanup": "an exception's cleanup"}
+    return " and ".join(words.get(kind) or HANDLERS[kind].what for kind in kinds)
+
+
+def _names(graph: CallGraph, targets: Iterable[int]) -> str:
+    names = sorted(graph.nodes[t].name for t in targets if t in graph.nodes)
+    return ", ".join(names) if names else "none (the call is never made)"
+
+
+def _targets(
+    kind: str,
+    image: Image,
+    graph: CallGraph,
+    index: ExceptionIndex,
+    code: Sequence[Instruction],
+    starts: Sequence[int],
+) -> tuple[int, ...] | None:
+    """The functions a pointer of this kind can hold; None when the image does not tell."""
+    if kind == "personality":
+        found = set(index.personalities)
+        for number in index.compact:
+            routine = graph.by_name.get(f"__aeabi_unwind_cpp_pr{number}")
+            if routine is not None:
+                found.add(routine)
+        return tuple(sorted(a for a in found if a in graph.nodes))
+    if kind == "cleanup":
+        return tuple(
+            sorted(
+                address
+                for address, node in graph.nodes.items()
+                if any(cleanup in name for name in node.function.names for cleanup in CLEANUPS)
+            )
+        )
+    handler = HANDLERS[kind]
+    values: set[int] = set()
+    for variable in handler.variables:
+        symbol = image.get_symbol(variable)
+        raw = image.read(symbol.address, 4) if symbol is not None else None
+        if raw is not None:
+            values.add(struct.unpack("<I", raw)[0])
+    family = {graph.by_name[name] for name in handler.family if name in graph.by_name}
+    for setter, register in handler.setters:
+        target = graph.by_name.get(setter)
+        if target is None:
+            continue
+        for caller, node in graph.nodes.items():
+            if caller in family:
+                continue
+            for call in node.calls:
+                if call.target != target:
+                    continue
+                value = _argument(image, code, starts, call.address, register, node.function)
+                if value is None:
+                    return None
+                values.add(value)
+    found = set()
+    for value in values - {0, 1, 0xFFFF_FFFF}:  # null, SIG_IGN, SIG_ERR
+        function = value & ~1
+        if function not in graph.nodes:
+            return None  # a pointer into no function: the image does not tell
+        found.add(function)
+    return tuple(sorted(found))
+
+
+def _argument(
+    image: Image,
+    code: Sequence[Instruction],
+    starts: Sequence[int],
+    call: int,
+    register: str,
+    function: Function,
+) -> int | None:
+    """The constant `register` holds at the call at `call`: a literal load or a small
+    move in the straight run of code before it; None when it is not one."""
+    at = bisect.bisect_left(starts, call)
+    joins = _joins(code, starts, function.address, function.end)
+    for before in range(at - 1, max(at - _LOOK_BACK, -1), -1):
+        insn = code[before]
+        if insn.address < function.address or insn.is_data:
+            return None
+        base, _ = split_mnemonic(insn.mnemonic)
+        ops = operands(insn.operands)
+        if base in ("b", "bl", "blx", "bx", "cbz", "cbnz", "tbb", "tbh", "pop"):
+            return None
+        if not ops or ops[0] != register:
+            if insn.address in joins:
+                return None  # other paths join here
+            continue
+        if base == "ldr" and (literal := _LITERAL.search(insn.comment)):
+            raw = image.read(int(literal[1], 16), 4)
+            return None if raw is None else int(struct.unpack("<I", raw)[0])
+        if base in ("mov", "movs", "movw") and len(ops) == 2 and ops[1].startswith("#"):
+            return int(ops[1][1:], 0)
+        return None
+    return None
+
+
+_LITERAL = re.compile(r"@ \(?([0-9a-f]+) <")
+
+
+def _cxx(names: Sequence[str], locations: Iterable[str | None]) -> bool:
+    """Whether a function is C++ code: a mangled name, or its calls in a C++ source."""
+    if any(name.startswith("_Z") for name in names):
+        return True
+    for location in locations:
+        if location is None:
+            continue
+        file = location.split(":", 1)[0]
+        if Path(file).suffix in _SOURCES:
+            return True
+    return False
+
+
+def _slot(
+    code: Sequence[Instruction], starts: Sequence[int], call: int, function: int, end: int
+) -> int | None:
+    """The byte offset of the vtable slot a virtual call at `call` loads its target from:
+    the target register loaded from [rV, #K] where rV was loaded from an object
+    ([rO, #n]), with additions to rV on the way (-O0's `adds r3, #8`); None when the code
+    before the call, in one straight run, is not of that shape."""
+    at = bisect.bisect_left(starts, call)
+    if at >= len(code) or code[at].address != call:
+        return None
+    base, _ = split_mnemonic(code[at].mnemonic)
+    ops = operands(code[at].operands)
+    if base not in ("blx", "bx") or not ops:
+        return None
+    tracked, slot, loaded = ops[0], 0, False
+    targets = _joins(code, starts, function, end)
+    for before in range(at - 1, max(at - _LOOK_BACK, -1), -1):
+        insn = code[before]
+        if insn.address < function or insn.is_data:
+            return None
+        name, _ = split_mnemonic(insn.mnemonic)
+        args = operands(insn.operands)
+        if name in ("b", "bl", "blx", "bx", "cbz", "cbnz", "tbb", "tbh"):
+            return None
+        if name == "pop" or name.startswith("ldm"):
+            # An epilogue before a tail call: fine unless it writes what is followed.
+            written = registers(insn.operands)
+            if "pc" in written or tracked in written or (args and args[0].rstrip("!") == tracked):
+                return None
+            continue
+        if name.startswith("stm") or name == "push":
+            continue
+        if args and args[0] == tracked and not name.startswith(("str", "cmp", "tst", "push")):
+            offset = _load(name, args)
+            if offset is not None and offset[1] is not None:
+                if loaded:
+                    return slot  # the vtable pointer, loaded from the object
+                tracked, slot, loaded = offset[0], offset[1], True
+            elif loaded and name in ("add", "adds", "addw") and (step := _added(args)) is not None:
+                tracked, slot = step[0], slot + step[1]
+            elif name in ("mov", "movs") and len(args) == 2 and args[1] in _REGISTERS:
+                tracked = args[1]
+            else:
+                return None
+        if insn.address in targets:
+            return None  # other paths join here
+    return None
+
+
+def _joins(code: Sequence[Instruction], starts: Sequence[int], start: int, end: int) -> set[int]:
+    """The addresses the branches in [start, end) go to."""
+    first, last = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
+    return {t for insn in code[first:last] if (t := branch_target(insn)) is not None}
+
+
+def _load(name: str, args: Sequence[str]) -> tuple[str, int | None] | None:
+    """(base register, offset) of `ldr rD, [rB]` / `ldr rD, [rB, #K]`; None otherwise."""
+    if name != "ldr" or len(args) != 2:
+        return None
+    match = re.fullmatch(r"\[(r\d+|ip|lr|fp|sl|sb)(?:, #(-?\d+))?\]", args[1])
+    if match is None:
+        return None
+    return match[1], int(match[2] or 0)
+
+
+def _added(args: Sequence[str]) -> tuple[str, int] | None:
+    """(source register, amount) of `adds rD, #K` or `add rD, rS, #K`."""
+    if len(args) == 2 and args[1].startswith("#"):
+        return args[0], int(args[1][1:], 0)
+    if len(args) == 3 and args[2].startswith("#") and args[1].startswith("r"):
+        return args[1], int(args[2][1:], 0)
+    return None
+
+
+class _Vtables:
+    """The image's vtables: each address point (a word of a `_ZTV`/`_ZTC` object after its
+    offset-to-top and type_info words, that is after a word that is no code pointer)."""
+
+    def __init__(self, image: Image, graph: CallGraph) -> None:
+        self.graph = graph
+        self.points: list[tuple[int, bytes, int]] = []  # (start, data, offset of the point)
+        for symbol in image.symbols:
+            if not symbol.name.startswith(_VTABLES) or symbol.kind != "object" or symbol.size < 12:
+                continue
+            data = image.read(symbol.address, symbol.size)
+            if data is None:
+                continue
+            words = [w for (w,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+            for n in range(2, len(words)):
+                if not self._code(words[n - 1]):
+                    self.points.append((symbol.address, data, n * 4))
+
+    def _code(self, word: int) -> bool:
+        return bool(word & 1) and (word & ~1) in self.graph.nodes
+
+    def at_slot(self, slot: int) -> tuple[int, ...]:
+        found = set()
+        for _, data, point in self.points:
+            at = point + slot
+            if at + 4 <= len(data):
+                (word,) = struct.unpack_from("<I", data, at)
+                if self._code(word):
+                    found.add(word & ~1)
+        return tuple(sorted(found))
