@@ -68,7 +68,7 @@ extern "C" int app_main(void)
     }
     Square square(3);
     const Shape &shape = square;
-    if (shape.area() != 9) {
+    if (shape.area() != 9 || unit_square().area() != 1) {
         return 2;
     }
     int caught = 0;
@@ -99,9 +99,15 @@ struct Square : Shape {
     int area() const override;
     int side_;
 };
+const Shape &unit_square();
 """
 SHAPE_CC = """#include "shape.hpp"
 int Square::area() const { return side_ * side_; }
+const Shape &unit_square()
+{
+    static const Square unit(1);
+    return unit;
+}
 """
 SUM_S = """    .syntax unified
     .thumb
@@ -146,9 +152,12 @@ def _generate(
     assert code == 0, err
 
 
-def test_a_cpp_app_with_constructors_virtual_calls_and_exceptions_runs(
+def test_a_cpp_app_with_constructors_virtual_calls_and_exceptions_checks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """`memplace check` passes a C++ app that throws, catches and calls virtual functions,
+    with no stack hints: the C++ runtime's indirect calls and the virtual calls are
+    resolved from the image, each resolution listed as an assumption."""
     sources = _app(
         tmp_path / "app",
         {
@@ -165,10 +174,31 @@ def test_a_cpp_app_with_constructors_virtual_calls_and_exceptions_runs(
     # Regenerating, even with --force, leaves the user's file as it is.
     _generate(capsys, "qemu-mps3-an547", out, sources, "--force")
     assert user.read_text().endswith(USER_SETTINGS)
-    assert run_cli(capsys, "build", out)[0] == 0
-    code, out_text, _ = run_cli(capsys, "run", out)
-    assert code == 0, out_text
-    assert "app: caught negative\napp: c++ ok\n" in out_text
+    argv = ["check", "qemu-mps3-an547", resources.demo_workload(), "--out", out]
+    code, text, err = run_cli(
+        capsys, *argv, "--project-type", "app", "--sources", sources, "--json"
+    )
+    report = json.loads(text)
+    assert code == 0, (report["findings"], err)
+    assert (
+        "app: caught negative\napp: c++ ok\n"
+        in json.loads((out / "build/run.json").read_text())["output"]
+    )
+    (main,) = [s for s in report["stacks"] if s["context"] == "main"]
+    assert main["measured"] >= 700  # the unwinder's frames, on top of the thrower's
+    assert main["static_bound"] >= main["measured"]
+    assert "__gxx_personality_v0" in main["path"]  # the deepest path goes through a throw
+    said = report["assumptions"]
+    personality = "__gnu_Unwind_RaiseException calls the personality routines: "
+    assert any(a.startswith(personality) and "__gxx_personality_v0" in a for a in said), said
+    assert (
+        "_ZN10__cxxabiv111__terminateEPFvvE calls the terminate handler: abort (cpu0.elf)" in said
+    )
+    virtual = [a for a in said if a.startswith("virtual call in app_main at ")]
+    assert any("main.cpp" in a and "_ZNK6Square4areaEv" in a for a in virtual), said
+    # error.what(): runtime_error's, an alias of logic_error's, named by either
+    assert any("error4whatEv" in a for a in virtual), said
+    assert "frame of 0 bytes: __restore_core_regs (cxx-runtime, cpu0.elf)" in said
     image = Image.from_file(out / "build" / "cpu0.elf")
     frame = image.get_symbol("_ZL5frame") or image.get_symbol("frame")
     assert frame is not None
