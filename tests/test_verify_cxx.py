@@ -126,6 +126,16 @@ def test_virtual_calls_at_o0_and_as_tail_calls_are_read() -> None:
         "  10a:\tbx\tip\n",
     )
     assert targets == (0x150,)
+    # Two slots loaded at once (ldrd), the second one called.
+    targets, _ = _resolved(
+        "_Z3useRK1A",
+        "  100:\tpush\t{r4, lr}\n"
+        "  102:\tldr\tr3, [r0, #0]\n"
+        "  104:\tldrd\tr4, r2, [r3, #0]\n"
+        "  108:\tblx\tr2\n"
+        "  10a:\tpop\t{r4, pc}\n",
+    )
+    assert targets == (0x150,)
 
 
 def test_calls_not_of_a_virtual_call_shape_or_outside_cxx_stay_unresolved() -> None:
@@ -141,8 +151,8 @@ def test_calls_not_of_a_virtual_call_shape_or_outside_cxx_stay_unresolved() -> N
     # A function pointer loaded from an object's member: not through a vtable.
     pointer = "  100:\tpush\t{r3, lr}\n  102:\tldr\tr3, [r0, #4]\n  104:\tblx\tr3\n"
     assert _resolved("_Z3useP1S", pointer + "  106:\tpop\t{r3, pc}\n") == ((), ())
-    # Paths that join between the loads and the call: not one straight run.
-    joined = (
+    # Paths that join before the call: each must load from a vtable slot.
+    both = (
         "  100:\tpush\t{r3, lr}\n"
         "  102:\tldr\tr3, [r0, #0]\n"
         "  104:\tcbz\tr1, 108 <x>\n"
@@ -151,7 +161,38 @@ def test_calls_not_of_a_virtual_call_shape_or_outside_cxx_stay_unresolved() -> N
         "  10a:\tblx\tr3\n"
         "  10c:\tpop\t{r3, pc}\n"
     )
-    assert _resolved("_Z3useRK1A", joined) == ((), ())
+    assert _resolved("_Z3useRK1A", both)[0] == (0x150,)
+    one = (
+        "  100:\tpush\t{r3, lr}\n"
+        "  102:\tldr\tr3, [r0, #0]\n"
+        "  104:\tcbz\tr1, 10a <x>\n"
+        "  106:\tldr\tr3, [r3, #4]\n"
+        "  108:\tb.n\t10c <x>\n"
+        "  10a:\tldr\tr3, [r0, #8]\n"  # a member function pointer on this path
+        "  10c:\tblx\tr3\n"
+        "  10e:\tpop\t{r3, pc}\n"
+    )
+    assert _resolved("_Z3useRK1A", one) == ((), ())
+
+
+def test_a_speculatively_devirtualised_call_is_read_through_its_branch() -> None:
+    # GCC compares the slot with the function it expects and calls it directly; the
+    # indirect call sits after the return, reached only by the branch.
+    targets, _ = _resolved(
+        "_Z3useRK1A",
+        "  100:\tpush\t{r4, lr}\n"
+        "  102:\tldr\tr3, [r0, #0]\n"
+        "  104:\tldr\tr3, [r3, #4]\n"
+        "  106:\tldr\tr2, [pc, #12]\t@ (114 <x>)\n"
+        "  108:\tcmp\tr3, r2\n"
+        "  10a:\tbne.n\t110 <x>\n"
+        "  10c:\tmovs\tr0, #1\n"
+        "  10e:\tpop\t{r4, pc}\n"
+        "  110:\tblx\tr3\n"
+        "  112:\tpop\t{r4, pc}\n"
+        "  114:\t.word\t0x00000151\n",
+    )
+    assert targets == (0x150,)
 
 
 def test_an_unresolved_call_stays_a_finding_and_a_resolved_one_counts_its_targets() -> None:

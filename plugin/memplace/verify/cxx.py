@@ -62,6 +62,7 @@ RUNTIME_TELLS = ("__cxa_throw", "__gxx_personality_v0", "__gnu_Unwind_RaiseExcep
 _SOURCES = (".cc", ".cpp", ".cxx", ".c++", ".C", ".hpp", ".hh", ".hxx", ".h++", ".tcc")
 _VTABLES = ("_ZTV", "_ZTC")
 _REGISTERS = frozenset([*(f"r{n}" for n in range(13)), "ip", "lr", "fp", "sl", "sb"])
+_CALLEE_SAVED = frozenset(("r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "sb", "sl", "fp"))
 _LOOK_BACK = 24  # instructions searched back from a call for its operands
 
 
@@ -234,15 +235,16 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
         if not _cxx(node.function.names, [c.location for c in indirect]):
             continue
         for call in indirect:
-            slot = _slot(code, starts, call.address, node.function.address, node.function.end)
-            if slot is None or not vtables.points:
+            slots = _slot(code, starts, call.address, node.function.address, node.function.end)
+            if not slots or not vtables.points:
                 continue
-            found_targets = vtables.at_slot(slot)
+            found_targets = tuple(sorted({t for slot in slots for t in vtables.at_slot(slot)}))
             sites[call.address] = found_targets
             where = call.location or f"0x{call.address:x}"
+            numbers = ", ".join(str(slot // 4) for slot in slots)
             said.append(
-                f"virtual call in {node.name} at {where} (slot {slot // 4}) reaches slot "
-                f"{slot // 4} of the image's vtables: {_names(graph, found_targets)} "
+                f"virtual call in {node.name} at {where} (slot {numbers}) reaches slot "
+                f"{numbers} of the image's vtables: {_names(graph, found_targets)} "
                 f"({image.path.name})"
             )
     hints = None
@@ -463,50 +465,162 @@ def _cxx(names: Sequence[str], locations: Iterable[str | None]) -> bool:
 
 def _slot(
     code: Sequence[Instruction], starts: Sequence[int], call: int, function: int, end: int
-) -> int | None:
-    """The byte offset of the vtable slot a virtual call at `call` loads its target from:
-    the target register loaded from [rV, #K] where rV was loaded from an object
-    ([rO, #n]), with additions to rV on the way (-O0's `adds r3, #8`); None when the code
-    before the call, in one straight run, is not of that shape."""
+) -> tuple[int, ...] | None:
+    """The byte offsets of the vtable slots a virtual call at `call` loads its target from:
+    the target register loaded from [rV, #K] where rV was loaded from an object ([rO, #n]),
+    with additions to rV on the way (-O0's `adds r3, #8`) and copies of the registers
+    (`mov ip, r4`), along every path of the function that leads to the call (GCC's
+    speculative devirtualisation loads the slot, compares it and branches to the call);
+    None when a path is not of that shape, or the paths are too many to follow."""
     at = bisect.bisect_left(starts, call)
     if at >= len(code) or code[at].address != call:
         return None
     base, _ = split_mnemonic(code[at].mnemonic)
     ops = operands(code[at].operands)
-    if base not in ("blx", "bx") or not ops:
+    if base not in ("blx", "bx") or not ops or ops[0] not in _REGISTERS:
         return None
-    tracked, slot, loaded = ops[0], 0, False
-    targets = _joins(code, starts, function, end)
-    for before in range(at - 1, max(at - _LOOK_BACK, -1), -1):
-        insn = code[before]
-        if insn.address < function or insn.is_data:
+    first = bisect.bisect_left(starts, function)
+    last = bisect.bisect_left(starts, end)
+    before = _predecessors(code, first, last)
+    if before is None:
+        return None
+    slots: set[int] = set()
+    seen: set[tuple[int, str, int, bool]] = set()
+    work = [(i, ops[0], 0, False) for i in before.get(at, ())]
+    if not work:
+        return None
+    while work:
+        if len(seen) > _PATH_STEPS:
             return None
-        name, _ = split_mnemonic(insn.mnemonic)
+        state = work.pop()
+        if state in seen:
+            continue
+        seen.add(state)
+        index, tracked, slot, loaded = state
+        step = _back(code[index], tracked, slot, loaded)
+        if step is None:
+            return None
+        if isinstance(step, int):
+            slots.add(step)
+            continue
+        following = before.get(index, ())
+        if not following:
+            return None  # the function's entry, with nothing found
+        work += [(i, *step) for i in following]
+    return tuple(sorted(slots))
+
+
+_PATH_STEPS = 512
+
+
+def _back(
+    insn: Instruction, tracked: str, slot: int, loaded: bool
+) -> int | tuple[str, int, bool] | None:
+    """One instruction walked back from a call: the slot when it loads the vtable pointer,
+    what is followed before it, or None when it breaks the shape."""
+    if insn.is_data:
+        return None
+    name, conditional = split_mnemonic(insn.mnemonic)
+    args = operands(insn.operands)
+    if name in ("bl", "blx"):
+        # A call keeps r4-r11 (AAPCS) and may change every other register.
+        return (tracked, slot, loaded) if tracked in _CALLEE_SAVED else None
+    written = _written(name, insn.operands, args)
+    if tracked not in written:
+        return tracked, slot, loaded
+    if conditional:
+        return None
+    offset = _load(name, args, tracked)
+    if offset is not None:
+        if loaded:
+            return slot  # the vtable pointer, loaded from the object
+        return offset[0], offset[1], True
+    if loaded and name in ("add", "adds", "addw") and (added := _added(args)) is not None:
+        return added[0], slot + added[1], True
+    if name in ("mov", "movs") and len(args) == 2 and args[1] in _REGISTERS:
+        return args[1], slot, loaded
+    return None
+
+
+_NO_DESTINATION = (
+    *("str", "cmp", "cmn", "tst", "teq", "push", "b", "cbz", "cbnz", "tb", "it"),
+    *("nop", "vstr", "vpush", "vcmp", "dmb", "dsb", "isb", "pld", "bkpt", "svc"),
+)
+
+
+def _written(name: str, text: str, args: Sequence[str]) -> set[str]:
+    """The core registers an instruction writes (its destinations, a base register written
+    back, a loaded register list)."""
+    written: set[str] = set()
+    if name == "pop" or name.startswith("ldm"):
+        written.update(registers(text))
+    elif args and not name.startswith(_NO_DESTINATION) and not name.startswith("stm"):
+        written.add(args[0].rstrip("!"))
+        if name.startswith(("ldrd", "ldrexd", "umull", "smull", "umlal", "smlal", "vmov")):
+            written.update(args[1:2])
+    if args and args[0].endswith("!") and name.startswith(("ldm", "stm")):
+        written.add(args[0].rstrip("!"))
+    if match := re.search(r"\[(\w+)(?:, [^\]]*)?\]!|\[(\w+)\], ", text):
+        written.add(match[1] or match[2])
+    return written
+
+
+_ENDS = ("b", "bx", "tbb", "tbh", "udf")
+
+
+def _predecessors(
+    code: Sequence[Instruction], first: int, last: int
+) -> dict[int, list[int]] | None:
+    """For each instruction of a function (indexes in [first, last)), those that can run
+    just before it: the one before it unless that one ends its path, and every branch and
+    jump table entry to it; None when a jump table cannot be read."""
+    index = {code[i].address: i for i in range(first, last)}
+    before: dict[int, list[int]] = {}
+    for i in range(first, last):
+        insn = code[i]
+        if insn.is_data:
+            continue
+        name, conditional = split_mnemonic(insn.mnemonic)
         args = operands(insn.operands)
-        if name in ("b", "bl", "blx", "bx", "cbz", "cbnz", "tbb", "tbh"):
-            return None
-        if name == "pop" or name.startswith("ldm"):
-            # An epilogue before a tail call: fine unless it writes what is followed.
-            written = registers(insn.operands)
-            if "pc" in written or tracked in written or (args and args[0].rstrip("!") == tracked):
+        target = branch_target(insn)
+        if target is not None and name in ("b", "cbz", "cbnz") and target in index:
+            before.setdefault(index[target], []).append(i)
+        if name in ("tbb", "tbh") or (name == "ldr" and args and args[0] == "pc"):
+            entries = _table(code, i, last, name)
+            if entries is None:
                 return None
+            for entry in entries:
+                if entry in index:
+                    before.setdefault(index[entry], []).append(i)
+        ends = name in _ENDS and not (name == "b" and conditional)
+        returns = (name == "pop" or name.startswith("ldm")) and "pc" in registers(insn.operands)
+        if (ends or returns or (args and args[0] == "pc")) and not conditional:
             continue
-        if name.startswith("stm") or name == "push":
-            continue
-        if args and args[0] == tracked and not name.startswith(("str", "cmp", "tst", "push")):
-            offset = _load(name, args)
-            if offset is not None and offset[1] is not None:
-                if loaded:
-                    return slot  # the vtable pointer, loaded from the object
-                tracked, slot, loaded = offset[0], offset[1], True
-            elif loaded and name in ("add", "adds", "addw") and (step := _added(args)) is not None:
-                tracked, slot = step[0], slot + step[1]
-            elif name in ("mov", "movs") and len(args) == 2 and args[1] in _REGISTERS:
-                tracked = args[1]
-            else:
-                return None
-        if insn.address in targets:
-            return None  # other paths join here
+        if i + 1 < last and not code[i + 1].is_data:
+            before.setdefault(i + 1, []).append(i)
+    return before
+
+
+def _table(code: Sequence[Instruction], at: int, last: int, name: str) -> list[int] | None:
+    """The targets of the jump table at `at`: `tbb`/`tbh` (bytes or halfwords after it,
+    twice each from the table's start) or `ldr pc, [rX, rY, lsl #2]` (addresses); None for
+    another way of writing the pc."""
+    data = bytearray()
+    for insn in code[at + 1 : last]:
+        if not insn.is_data:
+            break
+        size = {".word": 4, ".short": 2, ".2byte": 2, ".byte": 1}.get(insn.mnemonic, 4)
+        for value in insn.operands.split(","):
+            data += int(value.strip(), 0).to_bytes(size, "little")
+    start = code[at].address + 4
+    if name == "tbb":
+        return [start + 2 * b for b in data]
+    if name == "tbh":
+        return [start + 2 * h for (h,) in struct.iter_unpack("<H", data[: len(data) // 2 * 2])]
+    if re.search(r", lsl #2\]$", code[at].operands):
+        return [w & ~1 for (w,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+    if "[pc" in code[at].operands or "[sp" in code[at].operands:
+        return []  # a veneer's jump or a return: nothing of the function follows
     return None
 
 
@@ -516,14 +630,21 @@ def _joins(code: Sequence[Instruction], starts: Sequence[int], start: int, end: 
     return {t for insn in code[first:last] if (t := branch_target(insn)) is not None}
 
 
-def _load(name: str, args: Sequence[str]) -> tuple[str, int | None] | None:
-    """(base register, offset) of `ldr rD, [rB]` / `ldr rD, [rB, #K]`; None otherwise."""
-    if name != "ldr" or len(args) != 2:
+def _load(name: str, args: Sequence[str], register: str) -> tuple[str, int] | None:
+    """(base register, offset) of the word `ldr rD, [rB, #K]` or `ldrd rD, rE, [rB, #K]`
+    loads into `register`; None for any other instruction."""
+    if name == "ldr" and len(args) == 2 and args[0] == register:
+        address = args[1]
+        offset = 0
+    elif name == "ldrd" and len(args) == 3 and register in args[:2]:
+        address = args[2]
+        offset = 4 * args[:2].index(register)
+    else:
         return None
-    match = re.fullmatch(r"\[(r\d+|ip|lr|fp|sl|sb)(?:, #(-?\d+))?\]", args[1])
+    match = re.fullmatch(r"\[(r\d+|ip|lr|fp|sl|sb)(?:, #(-?\d+))?\]", address)
     if match is None:
         return None
-    return match[1], int(match[2] or 0)
+    return match[1], int(match[2] or 0) + offset
 
 
 def _added(args: Sequence[str]) -> tuple[str, int] | None:
