@@ -352,3 +352,32 @@ def test_type_info_casts_recurse_as_deep_as_the_longest_chain_of_bases() -> None
         a.startswith("recursion depth 3: the type_info casts") for a in resolution.assumptions
     )
     assert "frame of 0 bytes: __restore_core_regs (cxx-runtime, app.elf)" in resolution.assumptions
+
+
+def test_the_runtimes_recursion_depths_bound_only_its_own_cycles() -> None:
+    # __cxa_begin_catch > std::terminate > __terminate > __cxa_begin_catch, the bundled set
+    # names all three: bounded. A terminate handler of the program's own that calls back in
+    # joins the cycle: then the program must say how deep.
+    functions = {
+        "__cxa_begin_catch": (0x100, 8),
+        "_ZSt9terminatev": (0x110, 8),
+        "_ZN10__cxxabiv111__terminateEPFvvE": (0x120, 8),
+        "my_handler": (0x130, 8),
+        "__cxa_throw": (0x140, 4),
+    }
+    image = _image(functions, {})
+
+    def bound(via: str) -> int | None:
+        listing = (
+            "  100:\tpush\t{r3, lr}\n  102:\tbl\t110 <_ZSt9terminatev>\n  106:\tpop\t{r3, pc}\n"
+            "  110:\tpush\t{r3, lr}\n  112:\tbl\t120 <x>\n  116:\tpop\t{r3, pc}\n"
+            f"  120:\tpush\t{{r3, lr}}\n  122:\tbl\t{via} <x>\n  126:\tpop\t{{r3, pc}}\n"
+            "  130:\tpush\t{r3, lr}\n  132:\tbl\t100 <__cxa_begin_catch>\n  136:\tpop\t{r3, pc}\n"
+            "  140:\tbx\tlr\n"
+        )
+        graph = _graph(image, listing)
+        resolution = resolve(image, graph)
+        return Analysis(replace(graph, runtime_hints=resolution.hints)).bound(0x100).bytes
+
+    assert bound("100") == 2 * 24  # two passes of three 8-byte frames
+    assert bound("130") is None

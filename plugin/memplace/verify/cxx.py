@@ -252,16 +252,18 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
         hints = load_hints([BUNDLED]) or StackHints()
         said += [f"{line} ({BUNDLED}, {image.path.name})" for line in bundled_said(hints)]
     depth = _hierarchy_depth(image)
-    casts = [
-        name
-        for node in graph.nodes.values()
-        for name in node.function.names[:1]
-        if name.startswith(_CASTS)
-    ]
+    casts = sorted(
+        {
+            name
+            for node in graph.nodes.values()
+            for name in node.function.names
+            if name.startswith(_CASTS)
+        }
+    )
     if depth is not None and casts:
         mark = Mark(image.path.name, 1, 1)
         more = StackHints(
-            recursion=tuple(FunctionHint(name, depth, mark) for name in sorted(casts)),
+            recursion=tuple(FunctionHint(name, depth, mark) for name in casts),
             source=f"{image.path.name} (type_info)",
             lenient=frozenset({image.path.name}),
         )

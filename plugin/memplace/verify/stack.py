@@ -36,7 +36,7 @@ from memplace import contract, process
 from memplace.board import Context, Core
 from memplace.errors import InputError, Mark, ToolError
 from memplace.files import read_input
-from memplace.hints import IndirectHint, StackHints, absent_function
+from memplace.hints import FunctionHint, IndirectHint, StackHints, absent_function
 from memplace.project import Project
 from memplace.project_files import build_dir
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
@@ -84,8 +84,12 @@ class Analysis:
     hints: StackHints = field(default_factory=StackHints)
 
     def __post_init__(self) -> None:
+        # The runtime's recursion depths hold for its own cycles only: one bounds a cycle
+        # when it names every function of it (a cycle the program joins is the program's).
+        self.closed: tuple[FunctionHint, ...] = ()
         if self.graph.runtime_hints is not None:
-            self.hints = self.hints.merged(self.graph.runtime_hints)
+            self.closed = self.graph.runtime_hints.recursion
+            self.hints = self.hints.merged(replace(self.graph.runtime_hints, recursion=()))
         self.edges: dict[int, list[tuple[int, int]]] = {}  # caller → (depth, callee)
         self.own: dict[int, list[Problem]] = {}
         self.frames: dict[int, int] = {}
@@ -241,6 +245,8 @@ class Analysis:
     def _solve_cycle(self, component: list[int], members: set[int], problems: set[Problem]) -> None:
         names = tuple(n for m in component for n in self._node(m).function.names)
         depth = self.hints.recursion_depth(names)
+        if depth is None and self.closed:
+            depth = self._closed_depth(component)
         cycle_names = tuple(self._cycle(component))
         for member in component:
             self.cycles[member] = cycle_names
@@ -269,6 +275,17 @@ class Analysis:
             self.best[member] = best
             if depth is not None:
                 self.recursion[member] = depth
+
+    def _closed_depth(self, component: list[int]) -> int | None:
+        """The runtime's depth for a cycle all of whose functions it names; None otherwise."""
+        depths = []
+        for member in component:
+            names = self._node(member).function.names
+            found = [h.value for h in self.closed if h.function in names]
+            if not found:
+                return None
+            depths.append(max(found))
+        return max(depths)
 
     def _deepest_pass(self, component: list[int], members: set[int]) -> int:
         """The stack one pass through a recursion takes: the deepest simple call path
