@@ -50,6 +50,15 @@ def _graph(image: Image, listing: str, landing: frozenset[int] = frozenset()) ->
     return replace(merge(frames, []), code=tuple(code))
 
 
+def _located(graph: CallGraph, function: int, location: str) -> CallGraph:
+    """The graph with the indirect calls of `function` located at `location` (the line
+    table of a real image does that)."""
+    node = graph.nodes[function]
+    calls = tuple(c if c.target else replace(c, location=location) for c in node.calls)
+    nodes = {**graph.nodes, function: replace(node, calls=calls)}
+    return replace(graph, nodes=nodes)
+
+
 # Two classes' vtables: offset-to-top, type_info, then the slots (Thumb addresses).
 VTABLES = {
     "_ZTI1A": (0x1000, [0, 0]),
@@ -215,7 +224,9 @@ SETTER = "_ZSt13set_terminatePFvvE"
 TERMINATE = "_ZN10__cxxabiv111__terminateEPFvvE"
 
 
-def _terminate(setting: str) -> tuple[int, ...] | None:
+def _terminate(
+    setting: str, source: str = "src/libstdc++-v3/libsupc++/eh_terminate.cc"
+) -> tuple[int, ...] | None:
     """What __terminate's indirect call reaches when main sets the handler so."""
     functions = {
         TERMINATE: (0x100, 8),
@@ -235,7 +246,7 @@ def _terminate(setting: str) -> tuple[int, ...] | None:
         "  11c:\t.word\t0x00000141\n"
         "  130:\tbx\tlr\n  140:\tbx\tlr\n  150:\tbx\tlr\n"
     )
-    graph = _graph(image, listing)
+    graph = _located(_graph(image, listing), 0x100, f"{source}:48:15")
     return resolve(image, graph).sites.get(0x102)
 
 
@@ -248,6 +259,8 @@ def test_the_terminate_handler_is_its_initial_value_or_what_the_program_sets() -
     assert _terminate("  112:\tmovs\tr0, #0\n  114:\tnop\n") == (0x150,)  # nullptr: abort only
     # A pointer computed at run time: the image does not tell, the call stays unresolved.
     assert _terminate("  112:\tmov\tr0, r4\n  114:\tnop\n") is None
+    # A function of the runtime's name whose call is in a program's source is no runtime's.
+    assert _terminate("  112:\tmovs\tr0, #0\n  114:\tnop\n", "app/terminate.cc") is None
 
 
 def test_personality_routines_come_from_the_exception_index() -> None:
@@ -290,7 +303,8 @@ def test_personality_routines_come_from_the_exception_index() -> None:
         "  100:\tbx\tlr\n  104:\tbx\tlr\n  108:\tbx\tlr\n  10c:\tbx\tlr\n  110:\tbx\tlr\n"
         "  120:\tpush\t{r3, lr}\n  122:\tblx\tr3\n  124:\tpop\t{r3, pc}\n"
     )
-    resolution = resolve(image, _graph(image, listing))
+    graph = _located(_graph(image, listing), 0x120, "libgcc/unwind-arm-common.inc:450:20")
+    resolution = resolve(image, graph)
     assert resolution.sites[0x122] == (0x10C, 0x110)
     assert (
         "unwind_phase2 calls the personality routines: __aeabi_unwind_cpp_pr0, "

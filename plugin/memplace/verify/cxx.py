@@ -43,6 +43,7 @@ from memplace.errors import Mark
 from memplace.hints import FunctionHint, StackHints, load_hints
 from memplace.verify.callgraph import CallGraph
 from memplace.verify.frames import (
+    Call,
     Instruction,
     branch_target,
     operands,
@@ -166,26 +167,30 @@ HANDLERS = {
     ),
 }
 
-# The runtime's functions that call through those pointers (by name, or a prefix ending
-# in `*`), and what they call: `personality` and `cleanup` are the unwinder's.
-CALLERS: dict[str, tuple[str, ...]] = {
-    "__gnu_Unwind_RaiseException": ("personality",),
-    "__gnu_Unwind_Resume": ("personality",),
-    "__gnu_Unwind_Resume_or_Rethrow": ("personality",),
-    "unwind_phase2": ("personality",),
-    "unwind_phase2_forced": ("personality", "stop"),
-    "__gnu_Unwind_Backtrace": ("personality", "trace"),
-    "_Unwind_DeleteException": ("cleanup",),
-    "_ZN10__cxxabiv111__terminateEPFvvE": ("terminate",),
-    "_ZN10__cxxabiv112__unexpectedEPFvvE": ("unexpected",),
-    "_Znw*": ("new",),
-    "_Zna*": ("new",),
-    "raise": ("signal",),
-    "_raise_r": ("signal",),
-    "*__gxx_exception_cleanup*": ("destructor",),
-    "*__gxx_dependent_exception_cleanup*": ("destructor",),
-    "*__gxx_decrement_refcount*": ("destructor",),
-    "_ZNSt15__exception_ptr13exception_ptr10_M_releaseEv": ("destructor",),
+# The runtime's functions that call through those pointers (by name, or a prefix or a part
+# between `*`), what they call (`personality` and `cleanup` are the unwinder's), and the
+# runtime's sources the calls are in: a function of that name whose calls are elsewhere
+# (a program's own `operator new`) is no runtime's, and is not resolved.
+_UNWINDER = ("unwind-arm-common.inc",)
+_EH = ("eh_throw.cc", "eh_ptr.cc")
+CALLERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "__gnu_Unwind_RaiseException": (("personality",), _UNWINDER),
+    "__gnu_Unwind_Resume": (("personality",), _UNWINDER),
+    "__gnu_Unwind_Resume_or_Rethrow": (("personality",), _UNWINDER),
+    "unwind_phase2": (("personality",), _UNWINDER),
+    "unwind_phase2_forced": (("personality", "stop"), _UNWINDER),
+    "__gnu_Unwind_Backtrace": (("personality", "trace"), _UNWINDER),
+    "_Unwind_DeleteException": (("cleanup",), _UNWINDER),
+    "_ZN10__cxxabiv111__terminateEPFvvE": (("terminate",), ("eh_terminate.cc",)),
+    "_ZN10__cxxabiv112__unexpectedEPFvvE": (("unexpected",), ("eh_terminate.cc",)),
+    "_Znw*": (("new",), ("new_op.cc", "new_opa.cc", "new_opnt.cc", "new_opant.cc")),
+    "_Zna*": (("new",), ("new_opv.cc", "new_opva.cc", "new_opvnt.cc", "new_opvant.cc")),
+    "raise": (("signal",), ("signal.c",)),
+    "_raise_r": (("signal",), ("signal.c",)),
+    "*__gxx_exception_cleanup*": (("destructor",), _EH),
+    "*__gxx_dependent_exception_cleanup*": (("destructor",), _EH),
+    "*__gxx_decrement_refcount*": (("destructor",), _EH),
+    "_ZNSt15__exception_ptr13exception_ptr10_M_releaseEv": (("destructor",), _EH),
 }
 CLEANUPS = ("__gxx_exception_cleanup", "__gxx_dependent_exception_cleanup")
 
@@ -214,7 +219,9 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
         indirect = [call for call in node.calls if call.target is None]
         if not indirect:
             continue
-        wanted = _kinds_of(node.function.names)
+        wanted, sources = _kinds_of(node.function.names)
+        if wanted and not _in_sources(indirect, sources):
+            continue  # no runtime's code, or no line to tell: stays unresolved
         if wanted:
             targets: set[int] = set()
             for kind in wanted:
@@ -335,12 +342,21 @@ def bundled_said(hints: StackHints) -> list[str]:
     return said
 
 
-def _kinds_of(names: Iterable[str]) -> tuple[str, ...]:
+def _kinds_of(names: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a runtime function of these names calls through pointers, and its sources."""
     for name in names:
-        for pattern, kinds in CALLERS.items():
+        for pattern, (kinds, sources) in CALLERS.items():
             if _matches(pattern, name):
-                return kinds
-    return ()
+                return kinds, sources
+    return (), ()
+
+
+def _in_sources(calls: Sequence[Call], sources: Sequence[str]) -> bool:
+    """Whether every call is located, by the image's line table, in one of the sources."""
+    for call in calls:
+        if call.location is None or Path(call.location.split(":", 1)[0]).name not in sources:
+            return False
+    return True
 
 
 def _matches(pattern: str, name: str) -> bool:
