@@ -11,6 +11,7 @@ import struct
 from dataclasses import replace
 from pathlib import Path
 
+from memplace.hints import bundled_hints, load_hints
 from memplace.verify.callgraph import CallGraph, merge
 from memplace.verify.cxx import exception_index, resolve
 from memplace.verify.frames import parse_objdump, read_frames
@@ -182,6 +183,16 @@ def test_calls_not_of_a_virtual_call_shape_or_outside_cxx_stay_unresolved() -> N
         "  10e:\tpop\t{r3, pc}\n"
     )
     assert _resolved("_Z3useRK1A", one) == ((), ())
+    # The slot's word changed before the call (bic writes too): no virtual call's shape.
+    changed = (
+        "  100:\tpush\t{r3, lr}\n"
+        "  102:\tldr\tr3, [r0, #0]\n"
+        "  104:\tldr\tr3, [r3, #4]\n"
+        "  106:\tbic.w\tr3, r3, #1\n"
+        "  10a:\tblx\tr3\n"
+        "  10c:\tpop\t{r3, pc}\n"
+    )
+    assert _resolved("_Z3useRK1A", changed) == ((), ())
 
 
 def test_a_speculatively_devirtualised_call_is_read_through_its_branch() -> None:
@@ -395,3 +406,18 @@ def test_the_runtimes_recursion_depths_bound_only_its_own_cycles() -> None:
 
     assert bound("100") == 2 * 24  # two passes of three 8-byte frames
     assert bound("130") is None
+
+
+def test_the_bundled_sets_for_cxx_images_load() -> None:
+    assert {"cxx-runtime", "newlib", "newlib-nano"} <= set(bundled_hints())
+    runtime = load_hints(["cxx-runtime"])
+    assert runtime is not None and runtime.frame_size(("__restore_core_regs",)) == 0
+    newlib = load_hints(["newlib"])
+    assert newlib is not None and newlib.recursion_depth(("_vfiprintf_r",)) == 2
+    assert newlib.targets(("__sflush_r",), None) == [
+        "__sclose",
+        "__seofread",
+        "__sread",
+        "__sseek",
+        "__swrite",
+    ]

@@ -560,9 +560,10 @@ def _back(
     return None
 
 
+_BRANCH_NAMES = frozenset(("b", "bx", "bl", "blx", "cbz", "cbnz", "tbb", "tbh"))
 _NO_DESTINATION = (
-    *("str", "cmp", "cmn", "tst", "teq", "push", "b", "cbz", "cbnz", "tb", "it"),
-    *("nop", "vstr", "vpush", "vcmp", "dmb", "dsb", "isb", "pld", "bkpt", "svc"),
+    *("str", "cmp", "cmn", "tst", "teq", "push", "it", "nop", "vstr", "vpush", "vcmp"),
+    *("dmb", "dsb", "isb", "pld", "bkpt", "svc"),
 )
 
 
@@ -572,7 +573,14 @@ def _written(name: str, text: str, args: Sequence[str]) -> set[str]:
     written: set[str] = set()
     if name == "pop" or name.startswith("ldm"):
         written.update(registers(text))
-    elif args and not name.startswith(_NO_DESTINATION) and not name.startswith("stm"):
+    elif name.startswith("strex") and args:
+        written.add(args[0])  # its status
+    elif (
+        args
+        and name not in _BRANCH_NAMES
+        and not name.startswith(_NO_DESTINATION)
+        and not name.startswith("stm")
+    ):
         written.add(args[0].rstrip("!"))
         if name.startswith(("ldrd", "ldrexd", "umull", "smull", "umlal", "smlal", "vmov")):
             written.update(args[1:2])
