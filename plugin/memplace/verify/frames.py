@@ -148,8 +148,8 @@ def read_frames(
     for function in functions:
         low = bisect.bisect_left(addresses, function.address)
         high = bisect.bisect_left(addresses, function.end)
-        walker = _Walker(function, instructions[low:high], read_word)
-        walker.landing = function.address in landing
+        code = instructions[low:high]
+        walker = _Walker(function, code, read_word, landing=function.address in landing)
         frames[function.address] = walker.walk()
     return frames
 
