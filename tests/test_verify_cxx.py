@@ -360,7 +360,7 @@ def test_a_jump_table_through_adr_is_walked_not_taken_for_a_call() -> None:
     assert [(c.target, c.depth) for c in node.calls] == [(0x140, 8)]
 
 
-def test_type_info_casts_recurse_as_deep_as_the_longest_chain_of_bases() -> None:
+def test_type_info_methods_recurse_as_deep_as_the_longest_chain_of_links() -> None:
     si = "_ZTVN10__cxxabiv120__si_class_type_infoE"
     cast = "_ZNK10__cxxabiv120__si_class_type_info11__do_upcastEPKNS_17__class_type_infoE"
     data = {
@@ -374,9 +374,23 @@ def test_type_info_casts_recurse_as_deep_as_the_longest_chain_of_bases() -> None
     assert resolution.hints is not None
     assert resolution.hints.recursion_depth((cast,)) == 3
     assert any(
-        a.startswith("recursion depth 3: the type_info casts") for a in resolution.assumptions
+        a.startswith("recursion depth 3: the type_info methods") for a in resolution.assumptions
     )
     assert "frame of 0 bytes: __restore_core_regs (cxx-runtime, app.elf)" in resolution.assumptions
+    # A pointer's pointee is a link too (catching Leaf** descends through both pointers):
+    # Leaf** > Leaf* > Leaf > Mid > Base.
+    pointer = "_ZTVN10__cxxabiv119__pointer_type_infoE"
+    data[pointer] = (0x1040, [0, 0, 0x101])
+    data["_ZTIP4Leaf"] = (0x1050, [0x1048, 0, 0, 0x1030])
+    data["_ZTIPP4Leaf"] = (0x1060, [0x1048, 0, 0, 0x1050])
+    image = _image({cast: (0x100, 4), "__cxa_throw": (0x110, 4)}, data)
+    resolution = resolve(image, _graph(image, "  100:\tbx\tlr\n  110:\tbx\tlr\n"))
+    assert resolution.hints is not None and resolution.hints.recursion_depth((cast,)) == 5
+    # A link to an object the symbol table does not name: the depth is not known.
+    data["_ZTIPP4Leaf"] = (0x1060, [0x1048, 0, 0, 0x3000])
+    image = _image({cast: (0x100, 4), "__cxa_throw": (0x110, 4)}, data)
+    resolution = resolve(image, _graph(image, "  100:\tbx\tlr\n  110:\tbx\tlr\n"))
+    assert resolution.hints is not None and resolution.hints.recursion_depth((cast,)) is None
 
 
 def test_the_runtimes_recursion_depths_bound_only_its_own_cycles() -> None:
@@ -421,3 +435,27 @@ def test_the_bundled_sets_for_cxx_images_load() -> None:
         "__sseek",
         "__swrite",
     ]
+
+
+def test_std_function_calls_reach_its_managers_and_invokers() -> None:
+    invoke = "_ZNSt17_Function_handlerIFviEZ8app_mainEUliE_E9_M_invokeERKSt9_Any_dataOi"
+    manager = (
+        "_ZNSt14_Function_base13_Base_managerIZ8app_mainEUliE_E10_M_manager"
+        "ERSt9_Any_dataRKS3_St18_Manager_operation"
+    )
+    functions = {"app_main": (0x100, 8), invoke: (0x110, 4), manager: (0x120, 4)}
+    image = _image(functions, {})
+    listing = (
+        "  100:\tpush\t{r3, lr}\n  102:\tldr\tr3, [r0, #12]\n  104:\tblx\tr3\n"
+        "  106:\tpop\t{r3, pc}\n  110:\tbx\tlr\n  120:\tbx\tlr\n"
+    )
+    graph = _graph(image, listing)
+    # Inlined from libstdc++'s header into a C function of a C++ file: std::function's own.
+    header = "/usr/include/newlib/c++/12.2.1/bits/std_function.h:591:9"
+    resolution = resolve(image, _located(graph, 0x100, header))
+    assert resolution.sites[0x104] == (0x110, 0x120)
+    assert resolution.assumptions[0].startswith(
+        f"std::function's calls in app_main at {header} reach its managers and invokers: "
+    )
+    # The same call anywhere else is a plain call through a pointer: unresolved.
+    assert 0x104 not in resolve(image, _located(graph, 0x100, "app/main.cpp:20:5")).sites

@@ -239,9 +239,21 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
                     f"({image.path.name})"
                 )
             continue  # a pointer the image does not tell stays unresolved: a finding
+        handled = [c for c in indirect if _source(c.location) == STD_FUNCTION]
+        if handled:
+            handlers = _function_handlers(graph)
+            for call in handled:
+                sites[call.address] = handlers
+            where = ", ".join(sorted({str(c.location) for c in handled}))
+            said.append(
+                f"std::function's calls in {node.name} at {where} reach its managers and "
+                f"invokers: {_names(graph, handlers)} ({image.path.name})"
+            )
         if not _cxx(node.function.names, [c.location for c in indirect]):
             continue
         for call in indirect:
+            if call in handled:
+                continue
             slots = _slot(code, starts, call.address, node.function.address, node.function.end)
             if not slots or not vtables.points:
                 continue
@@ -258,13 +270,13 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
     if any(name in graph.by_name for name in RUNTIME_TELLS):
         hints = load_hints([BUNDLED]) or StackHints()
         said += [f"{line} ({BUNDLED}, {image.path.name})" for line in bundled_said(hints)]
-    depth = _hierarchy_depth(image)
+    depth = _type_info_depth(image)
     casts = sorted(
         {
             name
             for node in graph.nodes.values()
             for name in node.function.names
-            if name.startswith(_CASTS)
+            if name.startswith(_TYPE_INFO_METHODS)
         }
     )
     if depth is not None and casts:
@@ -276,59 +288,80 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
         )
         hints = more if hints is None else hints.merged(more)
         said.append(
-            f"recursion depth {depth}: the type_info casts of classes with bases "
-            f"(__si_class_type_info, __vmi_class_type_info), the longest chain of bases of "
-            f"the image's type_info objects ({image.path.name})"
+            f"recursion depth {depth}: the type_info methods (catches, casts through "
+            f"bases and pointees), the longest chain of bases and pointees of the image's "
+            f"type_info objects ({image.path.name})"
         )
     return Resolution(sites, hints, tuple(dict.fromkeys(said)))
 
 
-_CASTS = ("_ZNK10__cxxabiv120__si_class_type_info", "_ZNK10__cxxabiv121__vmi_class_type_info")
-_SI = "_ZTVN10__cxxabiv120__si_class_type_infoE"
-_VMI = "_ZTVN10__cxxabiv121__vmi_class_type_infoE"
+_TYPE_INFO_METHODS = tuple(
+    f"_ZNK10__cxxabiv1{len(name)}{name}"
+    for name in (
+        "__class_type_info",
+        "__si_class_type_info",
+        "__vmi_class_type_info",
+        "__pbase_type_info",
+        "__pointer_type_info",
+        "__pointer_to_member_type_info",
+    )
+)
+# The type_info classes whose objects link to others, by their vtable: where the links are
+# (word indexes), or "vmi" for a base count and the bases after it. Every other type_info
+# (a class without bases, a fundamental, enum, array or function type) links to none.
+_LINKS: dict[str, tuple[int, ...] | str] = {
+    "_ZTVN10__cxxabiv120__si_class_type_infoE": (2,),
+    "_ZTVN10__cxxabiv121__vmi_class_type_infoE": "vmi",
+    "_ZTVN10__cxxabiv119__pointer_type_infoE": (3,),
+    "_ZTVN10__cxxabiv129__pointer_to_member_type_infoE": (3, 4),
+}
 
 
-def _hierarchy_depth(image: Image) -> int | None:
-    """The most classes on one chain of bases, from the image's type_info objects (an
-    `__si_class_type_info` names its base at +8, a `__vmi_class_type_info` its count at
-    +12 and its bases from +16, 8 bytes each); None when a base is no type_info object."""
-    vtables = {}
-    for name in (_SI, _VMI):
+def _type_info_depth(image: Image) -> int | None:
+    """The most type_info objects on one chain of links, from the image's `_ZTI*` objects:
+    an `__si_class_type_info`'s base (+8), a `__vmi_class_type_info`'s bases (count at +12,
+    bases from +16, 8 bytes each), a pointer's pointee (+12) and a pointer to member's
+    pointee and class (+12, +16). None when a link leads to no type_info object of the
+    symbol table."""
+    kinds: dict[int, tuple[int, ...] | str] = {}
+    for name, links in _LINKS.items():
         symbol = image.get_symbol(name)
         if symbol is not None:
-            vtables[symbol.address + 8] = name
+            kinds[symbol.address + 8] = links
     infos = {s.address: s for s in image.symbols if s.name.startswith("_ZTI") and s.size >= 8}
-    bases: dict[int, list[int]] = {}
+    linked: dict[int, list[int]] = {}
     for address, symbol in infos.items():
         data = image.read(address, symbol.size) or b""
         words = [w for (w,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
-        kind = vtables.get(words[0]) if words else None
-        if kind == _SI and len(words) >= 3:
-            bases[address] = [words[2]]
-        elif kind == _VMI and len(words) >= 4:
-            count = words[3]
-            if len(words) < 4 + 2 * count:
+        kind = kinds.get(words[0]) if words else None
+        if kind == "vmi":
+            count = words[3] if len(words) > 3 else None
+            if count is None or len(words) < 4 + 2 * count:
                 return None
-            bases[address] = [words[4 + 2 * n] for n in range(count)]
+            linked[address] = [words[4 + 2 * n] for n in range(count)]
+        elif isinstance(kind, tuple):
+            if len(words) <= max(kind):
+                return None
+            linked[address] = [words[n] for n in kind]
         else:
-            bases[address] = []
+            linked[address] = []
     memo: dict[int, int] = {}
 
     def depth(at: int, seen: frozenset[int]) -> int | None:
         if at in memo:
             return memo[at]
-        if at not in bases or at in seen:
+        if at not in linked or at in seen:
             return None
         longest = 0
-        for base in bases[at]:
-            below = depth(base, seen | {at})
+        for link in linked[at]:
+            below = depth(link, seen | {at})
             if below is None:
                 return None
             longest = max(longest, below)
         memo[at] = longest + 1
         return memo[at]
 
-    found = [depth(address, frozenset()) for address in sorted(bases)]
+    found = [depth(address, frozenset()) for address in sorted(linked)]
     if any(d is None for d in found):
         return None
     return max((d for d in found if d is not None), default=None)
@@ -466,6 +499,28 @@ def _argument(
 
 
 _LITERAL = re.compile(r"@ \(?([0-9a-f]+) <")
+
+
+STD_FUNCTION = "std_function.h"
+"""libstdc++'s std::function: it calls only the managers and invokers it stores."""
+
+
+def _source(location: str | None) -> str | None:
+    return None if location is None else Path(location.split(":", 1)[0]).name
+
+
+def _function_handlers(graph: CallGraph) -> tuple[int, ...]:
+    """Every manager and invoker a std::function can hold: `_Function_handler<...>`'s
+    `_M_invoke` and `_M_manager`, and `_Function_base::_Base_manager<...>::_M_manager`."""
+    found = set()
+    for address, node in graph.nodes.items():
+        for name in node.function.names:
+            handler = "17_Function_handler" in name and (
+                "9_M_invoke" in name or "10_M_manager" in name
+            )
+            if handler or ("13_Base_manager" in name and "10_M_manager" in name):
+                found.add(address)
+    return tuple(sorted(found))
 
 
 def _cxx(names: Sequence[str], locations: Iterable[str | None]) -> bool:
