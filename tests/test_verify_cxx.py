@@ -270,6 +270,9 @@ def test_the_terminate_handler_is_its_initial_value_or_what_the_program_sets() -
     assert _terminate("  112:\tmovs\tr0, #0\n  114:\tnop\n") == (0x150,)  # nullptr: abort only
     # A pointer computed at run time: the image does not tell, the call stays unresolved.
     assert _terminate("  112:\tmov\tr0, r4\n  114:\tnop\n") is None
+    # The literal overwritten before the call (as a second destination): not known.
+    overwritten = "  112:\tldr\tr0, [pc, #8]\t@ (11c <main+0xc>)\n  114:\tldrd\tr1, r0, [sp]\n"
+    assert _terminate(overwritten) is None
     # A function of the runtime's name whose call is in a program's source is no runtime's.
     assert _terminate("  112:\tmovs\tr0, #0\n  114:\tnop\n", "app/terminate.cc") is None
 

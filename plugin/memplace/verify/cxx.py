@@ -16,12 +16,18 @@ calls through pointers the program gives it. Each is resolved from what the imag
 - the unwinder's stop and trace functions are the arguments of every
   `_Unwind_ForcedUnwind` and `_Unwind_Backtrace` call (none: the call is never made).
 
-A setter called with a pointer that is no constant leaves its calls unresolved (a
-finding, as before). A virtual call (an indirect call in C++ code that loads its target
+A runtime function is known by its name and by the runtime's source its call is in (the
+image's line table), so a program's own function of that name is left alone. A setter
+called with a pointer that is no constant leaves its calls unresolved (a finding, as
+before). Calls inlined from libstdc++'s `std_function.h` reach the managers and invokers a
+`std::function` can hold. A virtual call (an indirect call in C++ code that loads its target
 from slot K of the table an object's word points to: `ldr r3, [r0]; ldr r3, [r3, #K];
 blx r3`) reaches the functions at slot K of the image's vtables (`_ZTV*`, `_ZTC*`, from the
 symbol table): every address point of a vtable (a word after the offset-to-top and the
-type_info word) plus K. Each resolution is an assumption the reports list.
+type_info word) plus K. Each resolution is an assumption the reports list. What the image
+cannot tell comes from the bundled set `cxx-runtime`, and the depth of type_info's
+recursive methods from the image's chains of bases and pointees; the runtime's depths bound
+only cycles all of whose functions they name (`stack.Analysis`).
 
 The unwinder's frames count on the thrower's stack: `__cxa_throw` calls them, so the call
 graph holds them under the throw. A landing pad (a catch or a cleanup) is reached only
@@ -75,6 +81,7 @@ class ExceptionIndex:
     personalities: frozenset[int] = frozenset()
     compact: frozenset[int] = frozenset()  # __aeabi_unwind_cpp_prN indexes
     handlers: frozenset[int] = frozenset()
+    complete: bool = True  # False: an entry points at bytes the image does not hold
 
 
 def exception_index(image: Image) -> ExceptionIndex:
@@ -85,6 +92,7 @@ def exception_index(image: Image) -> ExceptionIndex:
     personalities: set[int] = set()
     compact: set[int] = set()
     handlers: set[int] = set()
+    complete = True
     for at in range(0, len(data) // 8 * 8, 8):
         word, entry = struct.unpack_from("<II", data, at)
         place = section.address + at
@@ -96,15 +104,18 @@ def exception_index(image: Image) -> ExceptionIndex:
             continue
         table = _prel31(entry, place + 4)
         raw = image.read(table, 4)
+        handlers.add(function)
         if raw is None:
+            complete = False
             continue
         (first,) = struct.unpack("<I", raw)
-        handlers.add(function)
         if first & COMPACT:
             compact.add((first >> 24) & 0xF)
         else:
             personalities.add(_prel31(first, table) & ~1)
-    return ExceptionIndex(frozenset(personalities), frozenset(compact), frozenset(handlers))
+    return ExceptionIndex(
+        frozenset(personalities), frozenset(compact), frozenset(handlers), complete
+    )
 
 
 def _prel31(word: int, place: int) -> int:
@@ -420,6 +431,8 @@ def _targets(
 ) -> tuple[int, ...] | None:
     """The functions a pointer of this kind can hold; None when the image does not tell."""
     if kind == "personality":
+        if not index.complete:
+            return None
         found = set(index.personalities)
         for number in index.compact:
             routine = graph.by_name.get(f"__aeabi_unwind_cpp_pr{number}")
@@ -477,18 +490,22 @@ def _argument(
     move in the straight run of code before it; None when it is not one."""
     at = bisect.bisect_left(starts, call)
     joins = _joins(code, starts, function.address, function.end)
+    if call in joins:
+        return None  # other paths join at the call
     for before in range(at - 1, max(at - _LOOK_BACK, -1), -1):
         insn = code[before]
         if insn.address < function.address or insn.is_data:
             return None
-        base, _ = split_mnemonic(insn.mnemonic)
+        base, conditional = split_mnemonic(insn.mnemonic)
         ops = operands(insn.operands)
-        if base in ("b", "bl", "blx", "bx", "cbz", "cbnz", "tbb", "tbh", "pop"):
+        if base in _BRANCH_NAMES or base == "pop" or base.startswith("ldm"):
             return None
-        if not ops or ops[0] != register:
+        if register not in _written(base, insn.operands, ops):
             if insn.address in joins:
                 return None  # other paths join here
             continue
+        if conditional or ops[0] != register:
+            return None
         if base == "ldr" and (literal := _LITERAL.search(insn.comment)):
             raw = image.read(int(literal[1], 16), 4)
             return None if raw is None else int(struct.unpack("<I", raw)[0])
