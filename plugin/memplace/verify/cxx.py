@@ -438,7 +438,9 @@ def _targets(
             routine = graph.by_name.get(f"__aeabi_unwind_cpp_pr{number}")
             if routine is not None:
                 found.add(routine)
-        return tuple(sorted(a for a in found if a in graph.nodes))
+        if not found <= set(graph.nodes):
+            return None  # a routine at an address that is no function
+        return tuple(sorted(found))
     if kind == "cleanup":
         return tuple(
             sorted(
@@ -451,9 +453,13 @@ def _targets(
     values: set[int] = set()
     for variable in handler.variables:
         symbol = image.get_symbol(variable)
-        raw = image.read(symbol.address, 4) if symbol is not None else None
-        if raw is not None:
-            values.add(struct.unpack("<I", raw)[0])
+        section = image.section_at(symbol.address) if symbol is not None else None
+        if symbol is None or section is None:
+            return None  # the runtime keeps it elsewhere: the image does not tell
+        raw = image.read(symbol.address, 4)
+        if raw is None and not section.nobits:
+            return None
+        values.add(0 if raw is None else struct.unpack("<I", raw)[0])  # .bss: zero
     family = {graph.by_name[name] for name in handler.family if name in graph.by_name}
     for setter, register in handler.setters:
         target = graph.by_name.get(setter)
