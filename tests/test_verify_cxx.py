@@ -462,3 +462,31 @@ def test_std_function_calls_reach_its_managers_and_invokers() -> None:
     )
     # The same call anywhere else is a plain call through a pointer: unresolved.
     assert 0x104 not in resolve(image, _located(graph, 0x100, "app/main.cpp:20:5")).sites
+
+
+def test_exit_runs_what_was_registered_with_atexit_and_static_destructors() -> None:
+    # A static object's constructor registers its destructor (r1 of __aeabi_atexit), in a
+    # tail call after its epilogue; exit's __call_exitprocs calls it.
+    functions = {
+        "__call_exitprocs": (0x100, 8),
+        "__aeabi_atexit": (0x110, 4),
+        "_GLOBAL__sub_I_app": (0x120, 0x10),
+        "_ZN4LateD1Ev": (0x140, 4),
+    }
+    image = _image(functions, {"lit": (0x12C, [0x141])})
+    listing = (
+        "  100:\tpush\t{r3, lr}\n  102:\tblx\tr3\n  104:\tpop\t{r3, pc}\n"
+        "  110:\tbx\tlr\n"
+        "  120:\tpush\t{r4, lr}\n"
+        "  122:\tldr\tr1, [pc, #8]\t@ (12c <_GLOBAL__sub_I_app+0xc>)\n"
+        "  124:\tldmia.w\tsp!, {r4, lr}\n"
+        "  128:\tb.w\t110 <__aeabi_atexit>\n"
+        "  140:\tbx\tlr\n"
+    )
+    graph = _located(_graph(image, listing), 0x100, "newlib/libc/stdlib/__call_atexit.c:121:6")
+    resolution = resolve(image, graph)
+    assert resolution.sites[0x102] == (0x140,)
+    assert resolution.assumptions[0] == (
+        "__call_exitprocs calls a function registered to run at exit (atexit, C++ static "
+        "destructors): _ZN4LateD1Ev (app.elf)"
+    )

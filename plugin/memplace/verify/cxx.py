@@ -170,6 +170,18 @@ HANDLERS = {
         (("_Unwind_ForcedUnwind", "r1"), ("__gnu_Unwind_ForcedUnwind", "r1")),
         ("_Unwind_ForcedUnwind", "___Unwind_ForcedUnwind", "__gnu_Unwind_ForcedUnwind"),
     ),
+    "exitproc": Handler(
+        "a function registered to run at exit (atexit, C++ static destructors)",
+        (),
+        (
+            ("atexit", "r0"),
+            ("on_exit", "r0"),
+            ("__cxa_atexit", "r0"),
+            ("__aeabi_atexit", "r1"),
+            ("__register_exitproc", "r1"),
+        ),
+        ("atexit", "on_exit", "__cxa_atexit", "__aeabi_atexit", "__register_exitproc"),
+    ),
     "trace": Handler(
         "a backtrace's callback",
         (),
@@ -197,6 +209,9 @@ CALLERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "_Znw*": (("new",), ("new_op.cc", "new_opa.cc", "new_opnt.cc", "new_opant.cc")),
     "_Zna*": (("new",), ("new_opv.cc", "new_opva.cc", "new_opvnt.cc", "new_opvant.cc")),
     "raise": (("signal",), ("signal.c",)),
+    "__call_exitprocs": (("exitproc",), ("__call_atexit.c",)),
+    "exit": (("stdio_cleanup",), ("exit.c",)),
+    "__libc_fini_array": (("fini",), ("fini.c",)),
     "_raise_r": (("signal",), ("signal.c",)),
     "*__gxx_exception_cleanup*": (("destructor",), _EH),
     "*__gxx_dependent_exception_cleanup*": (("destructor",), _EH),
@@ -412,7 +427,12 @@ def _matches(pattern: str, name: str) -> bool:
 
 
 def _described(kinds: Sequence[str]) -> str:
-    words = {"personality": "the personality routines", "cleanup": "an exception's cleanup"}
+    words = {
+        "personality": "the personality routines",
+        "cleanup": "an exception's cleanup",
+        "stdio_cleanup": "stdio's cleanup",
+        "fini": "the .fini_array functions",
+    }
     return " and ".join(words.get(kind) or HANDLERS[kind].what for kind in kinds)
 
 
@@ -449,8 +469,23 @@ def _targets(
                 if any(cleanup in name for name in node.function.names for cleanup in CLEANUPS)
             )
         )
-    handler = HANDLERS[kind]
+    if kind == "stdio_cleanup":  # what newlib's __sinit leaves in the reent structure
+        cleanup = graph.by_name.get("_cleanup_r")
+        if cleanup is None:
+            # Without stdio nothing sets it; a newlib whose stdio leaves another: not told.
+            return None if "__sinit" in graph.by_name else ()
+        return (cleanup,)
     values: set[int] = set()
+    if kind == "fini":
+        start, end = image.get_symbol("__fini_array_start"), image.get_symbol("__fini_array_end")
+        words = image.read(start.address, end.address - start.address) if start and end else None
+        if words is None and (start is None or end is None or end.address != start.address):
+            return None
+        values.update(
+            w for (w,) in struct.iter_unpack("<I", (words or b"")[: len(words or b"") // 4 * 4])
+        )
+        return _functions(values, graph)
+    handler = HANDLERS[kind]
     for variable in handler.variables:
         symbol = image.get_symbol(variable)
         section = image.section_at(symbol.address) if symbol is not None else None
@@ -475,8 +510,13 @@ def _targets(
                 if value is None:
                     return None
                 values.add(value)
+    return _functions(values, graph)
+
+
+def _functions(values: Iterable[int], graph: CallGraph) -> tuple[int, ...] | None:
+    """The functions pointers of these values call; None when one is no function."""
     found = set()
-    for value in values - {0, 1, 0xFFFF_FFFF}:  # null, SIG_IGN, SIG_ERR
+    for value in set(values) - {0, 1, 0xFFFF_FFFF}:  # null, SIG_IGN, SIG_ERR
         function = value & ~1
         if function not in graph.nodes:
             return None  # a pointer into no function: the image does not tell
@@ -504,8 +544,8 @@ def _argument(
             return None
         base, conditional = split_mnemonic(insn.mnemonic)
         ops = operands(insn.operands)
-        if base in _BRANCH_NAMES or base == "pop" or base.startswith("ldm"):
-            return None
+        if base in _BRANCH_NAMES or "pc" in _written(base, insn.operands, ops):
+            return None  # another path's end: what follows is not this one's
         if register not in _written(base, insn.operands, ops):
             if insn.address in joins:
                 return None  # other paths join here
