@@ -490,3 +490,40 @@ def test_exit_runs_what_was_registered_with_atexit_and_static_destructors() -> N
         "__call_exitprocs calls a function registered to run at exit (atexit, C++ static "
         "destructors): _ZN4LateD1Ev (app.elf)"
     )
+
+
+def test_a_resume_goes_on_with_a_forced_unwind_only_when_one_is_started() -> None:
+    functions = {
+        "__gnu_Unwind_Resume": (0x100, 8),
+        "unwind_phase2_forced": (0x110, 4),
+        "_Unwind_ForcedUnwind": (0x120, 4),
+        "app": (0x130, 0x10),
+        "stop": (0x150, 4),
+        "__cxa_throw": (0x160, 4),
+    }
+    image = _image(functions, {"lit": (0x13C, [0x151])})
+    resume = (
+        "  100:\tpush\t{r3, lr}\n  102:\tbl\t110 <unwind_phase2_forced>\n  106:\tpop\t{r3, pc}\n"
+    )
+    leaves = "  110:\tbx\tlr\n  120:\tbx\tlr\n  150:\tbx\tlr\n  160:\tbx\tlr\n"
+    never = _graph(image, resume + leaves)
+    resolution = resolve(image, never)
+    assert resolution.hints is not None
+    assert resolution.hints.is_cut(("__gnu_Unwind_Resume",), ("unwind_phase2_forced",))
+    assert (
+        "__gnu_Unwind_Resume never calls unwind_phase2_forced: no forced unwind is started "
+        "(no call of _Unwind_ForcedUnwind) (app.elf)"
+    ) in resolution.assumptions
+    assert Analysis(replace(never, runtime_hints=resolution.hints)).bound(0x100).bytes == 8
+    started = _graph(
+        image,
+        resume
+        + "  130:\tpush\t{r3, lr}\n"
+        + "  132:\tldr\tr1, [pc, #8]\t@ (13c <app+0xc>)\n"
+        + "  134:\tbl\t120 <_Unwind_ForcedUnwind>\n"
+        + "  138:\tpop\t{r3, pc}\n"
+        + leaves,
+    )
+    resolution = resolve(image, started)
+    assert resolution.hints is not None
+    assert not resolution.hints.is_cut(("__gnu_Unwind_Resume",), ("unwind_phase2_forced",))

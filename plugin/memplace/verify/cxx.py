@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memplace.errors import Mark
-from memplace.hints import FunctionHint, StackHints, load_hints
+from memplace.hints import CutCall, FunctionHint, StackHints, load_hints
 from memplace.verify.callgraph import CallGraph
 from memplace.verify.frames import (
     Call,
@@ -296,6 +296,14 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
     if any(name in graph.by_name for name in RUNTIME_TELLS):
         hints = load_hints([BUNDLED]) or StackHints()
         said += [f"{line} ({BUNDLED}, {image.path.name})" for line in bundled_said(hints)]
+    forced = _never_forced(image, graph, code, starts)
+    if forced is not None:
+        hints = forced if hints is None else hints.merged(forced)
+        said += [
+            f"{cut.caller} never calls {cut.callee}: no forced unwind is started (no call "
+            f"of _Unwind_ForcedUnwind) ({image.path.name})"
+            for cut in forced.cut_calls
+        ]
     depth = _type_info_depth(image)
     casts = sorted(
         {
@@ -319,6 +327,28 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
             f"type_info objects ({image.path.name})"
         )
     return Resolution(sites, hints, tuple(dict.fromkeys(said)))
+
+
+_FORCED = "unwind_phase2_forced"
+_RESUMES = ("__gnu_Unwind_Resume", "__gnu_Unwind_Resume_or_Rethrow")
+
+
+def _never_forced(
+    image: Image, graph: CallGraph, code: Sequence[Instruction], starts: Sequence[int]
+) -> StackHints | None:
+    """The unwinder's resumes go on with a forced unwind (`unwind_phase2_forced`) only when
+    one was started (its stop function is set only by `_Unwind_ForcedUnwind`): with no such
+    call in the image, those calls are cut."""
+    if (
+        _FORCED not in graph.by_name
+        or _targets("stop", image, graph, ExceptionIndex(), code, starts) != ()
+    ):
+        return None
+    mark = Mark(image.path.name, 1, 1)
+    cuts = tuple(
+        CutCall(caller, _FORCED, mark, mark) for caller in _RESUMES if caller in graph.by_name
+    )
+    return StackHints(cut_calls=cuts, source=image.path.name, lenient=frozenset({image.path.name}))
 
 
 _TYPE_INFO_METHODS = tuple(
