@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,11 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import BLOCKS, benchmark
+from memplace.cli import main
 from memplace.planner import core, plan
-from memplace.planner.blocks import Block, Budget, Packing, lower_bound, peak
+from memplace.planner.blocks import Block, Budget, Packing, grain, lower_bound, peak
 from memplace.planner.check import placement_problems
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
-from memplace.planner.exact import dive, improve
+from memplace.planner.exact import dive, exact, improve
 from memplace.planner.greedy import greedy_size
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
@@ -270,6 +272,66 @@ def test_the_exact_search_dives_between_its_rounds_unless_it_has_a_goal(
     assert dives
 
 
+# --- the grain: the peaks the exact search asks for ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        # Alignment 1 asks nothing: the sizes' divisor stands.
+        ([(1024, 1), (3072, 1)], 1024),
+        # Alignments dividing the sizes, or divided by them, leave it too.
+        ([(1024, 4), (2048, 1)], 1024),
+        ([(1024, 4096), (2048, 1)], 1024),
+        # Others bring it down to what they have in common with it.
+        ([(100, 4), (60, 8)], 4),
+        ([(12, 6), (24, 8)], 2),
+        ([(7, 1)], 7),
+        ([], 1),
+    ],
+)
+def test_the_grain_divides_every_canonical_offset(
+    spec: list[tuple[int, int]], expected: int
+) -> None:
+    blocks = [Block(size, 0, 0, align) for size, align in spec]
+    assert grain(blocks) == expected
+
+
+# Eight buffers of whole KiB, alignment 1, exactly 5 KiB live at every step, so no step
+# may keep a gap: steps 0-1 put the 1 KiB b3 and b7 side by side at one end of 5 KiB,
+# steps 3-4 put b3 and b5 side by side at one end, and step 2 would then need b3, b5 and
+# b7 in two 1 KiB slots. 6 KiB is the optimum, 1 KiB above the lower bound.
+FRAGMENTED = [
+    (2, 0, 0),
+    (3, 3, 4),
+    (3, 0, 1),
+    (1, 1, 3),
+    (2, 4, 4),
+    (1, 2, 3),
+    (2, 2, 2),
+    (1, 1, 2),
+]
+
+
+def _fragmented() -> list[Block]:
+    return [Block(kib * 1024, first, last) for kib, first, last in FRAGMENTED]
+
+
+def test_the_exact_search_proves_an_optimum_above_the_lower_bound() -> None:
+    blocks = _fragmented()
+    assert lower_bound(blocks) == 5 * 1024
+    # Both twins rule 6 KiB less a byte out...
+    for search in (core.search, core.search_python):
+        status, _, _ = search(blocks, "WAT", 6 * 1024 - 1, 10_000, 60.0)
+        assert status == core.INFEASIBLE
+    # ...so the search proves 6 KiB in a few hundred nodes: with a grain of 1 KiB, one
+    # question rules out every peak below (a grain of 1 took 31,251 nodes: it asked
+    # again one byte higher after each proof, 1024 times).
+    found = exact(blocks, Budget(nodes=1000))
+    assert (found.peak, found.optimal) == (6 * 1024, True)
+    assert _sound(blocks, list(found.offsets), found.peak)
+
+
 # --- through plan() on a board file --------------------------------------------------------
 
 
@@ -313,3 +375,24 @@ def test_plan_searches_a_large_strip_through_every_coalescing(tmp_path: Path) ->
     greedy = plan(board, workload_of(blocks), algorithm="greedy-size").pools[0]
     assert capacity == searched.lower_bound < searched.used < greedy.used
     assert searched.used <= capacity * 115 // 100
+
+
+def test_memplace_plan_proves_an_optimum_above_the_lower_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The fragmented buffers as a user writes them, planned with a small budget: proven
+    # at 6 KiB, 1 KiB above the most bytes live at one step; the same bytes twice.
+    one_pool_board(64 * 1024, tmp_path)
+    workload = tmp_path / "fragmented.yaml"
+    lines = ["memplace: workload/v1", "name: fragmented", "buffers:"]
+    for i, (kib, first, last) in enumerate(FRAGMENTED):
+        lines.append(f"  - {{name: b{i}, size: {kib}K, align: 1, live: [{first}, {last}]}}")
+    workload.write_text("\n".join(lines) + "\n")
+    argv = ["plan", str(tmp_path / "one-pool-65536.yaml"), str(workload), "--json"]
+    plans = []
+    for _ in range(2):
+        assert main([*argv, "--effort", "0.0001"]) == 0
+        plans.append(capsys.readouterr().out)
+    assert plans[0] == plans[1]
+    pool = json.loads(plans[0])["pools"][0]
+    assert (pool["used"], pool["lower_bound"], pool["optimal"]) == (6144, 5120, True)
