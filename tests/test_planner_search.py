@@ -380,8 +380,9 @@ def test_plan_searches_a_large_strip_through_every_coalescing(tmp_path: Path) ->
 def test_memplace_plan_proves_an_optimum_above_the_lower_bound(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The fragmented buffers as a user writes them, planned with a small budget: proven
-    # at 6 KiB, 1 KiB above the most bytes live at one step; the same bytes twice.
+    # The fragmented buffers as a user writes them, planned with a ten-thousandth of the
+    # default budget (where a grain of 1 did not prove it): proven at 6 KiB, 1 KiB above
+    # the most bytes live at one step; the same bytes twice.
     one_pool_board(64 * 1024, tmp_path)
     workload = tmp_path / "fragmented.yaml"
     lines = ["memplace: workload/v1", "name: fragmented", "buffers:"]
