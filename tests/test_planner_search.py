@@ -182,6 +182,35 @@ def test_loose_chains_small_tables(
     assert coalesce(blocks).blocks == coalesce(blocks, loose=0.0).blocks
 
 
+# (size, first, last) of each block, and the coalesced blocks with `matched`.
+MATCHED_CASES = [
+    # 10 + 20 make the 30 that starts after them: stacked, then chained with it; the 5 of
+    # the same lifetime is left alone (every other coalescing stacks all three).
+    ([(10, 0, 3), (20, 0, 3), (5, 0, 3), (30, 4, 9)], [(5, 0, 3), (30, 0, 9)]),
+    # The two 4s make the 8 after them (then a chain); the 6s match nothing, so they wait
+    # until nothing else changes, then the shortest lifetime stacks: all of 0..5 at once.
+    ([(4, 0, 0), (4, 0, 0), (8, 1, 5), (6, 0, 5), (6, 0, 5)], [(20, 0, 5)]),
+    # Sizes too large for a subset sum (in units of their common divisor, 1 here): only
+    # the whole group is compared with its neighbour.
+    ([(2**21 + 1, 0, 3), (2**21 + 3, 0, 3), (2**22 + 4, 4, 9)], [(2**22 + 4, 0, 9)]),
+    (
+        [(2**21 + 1, 0, 3), (2**21 + 3, 0, 3), (5, 0, 3), (2**22 + 4, 4, 9)],
+        [(2**22 + 9, 0, 3), (2**22 + 4, 4, 9)],
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "expected"), MATCHED_CASES)
+def test_matched_stacks_wait_for_a_neighbour_of_their_size(
+    spec: list[tuple[int, int, int]], expected: list[tuple[int, int, int]]
+) -> None:
+    blocks = [Block(size, first, last) for size, first, last in spec]
+    merged = coalesce(blocks, matched=True)
+    assert sorted((b.size, b.first, b.last) for b in merged.blocks) == sorted(expected)
+    assert sorted(i for members in merged.members for i, _ in members) == list(range(len(spec)))
+    _expands_soundly(blocks, merged)
+
+
 def test_coalesced_alignment_is_kept_and_unaligned_sizes_are_not_stacked() -> None:
     merged = coalesce([Block(64, 0, 1, 64), Block(64, 0, 1, 64), Block(40, 0, 1, 64)])
     assert sorted((b.size, b.align) for b in merged.blocks) == [(40, 64), (128, 64)]
@@ -195,6 +224,8 @@ def test_any_placement_of_the_coalesced_blocks_places_the_originals(blocks: list
             for loose in (0.0, 0.1, 0.5):
                 merged = coalesce(blocks, chains_first, pairing, loose)
                 _expands_soundly(blocks, merged, loose > 0)
+    for pairing in (None, "short", "long"):
+        _expands_soundly(blocks, coalesce(blocks, pairing=pairing, matched=True))
 
 
 def _expands_soundly(blocks: list[Block], merged: Coalesced, loose: bool = False) -> None:

@@ -22,6 +22,20 @@ s102, 4226 blocks, seeded dives reach 1.078x the lower bound in 20 s on the loos
 coalescing, 1.101x on the best exact one) and weaker on others, so `auto` tries it
 beside the exact coalescings.
 
+With `matched`, stacks wait for a sign that they belong together (`chains_first` and
+`loose` do not apply): chains go first; then blocks of one lifetime are stacked only
+where their sizes add up to the size of a block that ends just before they start or
+starts just after they end (the block they would be chained with; a subset of them, found
+by subset sum, the largest such size first); only where neither rule nor such a stack
+changes anything are the blocks of the shortest lifetime that several share stacked all
+together, and so on. Stacking every block of one lifetime at once glues together blocks
+that belong far apart whenever two parts of a workload happen to start and end at the
+same steps (on the strips of the benchmarks, slices of different one-step rectangles); a
+stack whose size matches a neighbour's is what the chain rule can continue. On the large
+benchmark strip s101 (4264 blocks) this leaves fewer blocks and a lower peak than the
+other coalescings, and higher ones elsewhere, so `auto` tries it beside them on places of
+many blocks.
+
 A placement of the coalesced blocks is a placement of the originals with the same peak
 (or, with `loose`, a peak no higher), so searching the smaller instance can only find
 sound offsets; it may miss the best ones (stacking or chaining blocks that belong apart),
@@ -35,6 +49,7 @@ bound in milliseconds.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -51,6 +66,13 @@ the shortest lived on both sides, then the next shortest, and so on; "long" the 
 
 ROUNDS = 64
 """Rounds of the two rules at most (each one pass over the blocks)."""
+MATCHED_ROUNDS = 16 * ROUNDS
+"""Rounds at most with `matched`: a round that stacks only the shortest lifetime changes
+little, and the strips of the benchmarks take up to about 130."""
+MATCH_BITS = 1 << 20
+"""The largest size, in units of the group's common divisor, that a matched stack looks
+for by subset sum (a table of that many bits per block of the group); above it only the
+whole group's size is compared."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +97,13 @@ def coalesce(
     chains_first: bool = False,
     pairing: Pairing = None,
     loose: float = 0.0,
+    matched: bool = False,
 ) -> Coalesced:
-    items = _settled([(block, ((i, 0),)) for i, block in enumerate(blocks)], chains_first, pairing)
+    items: list[_Item] = [(block, ((i, 0),)) for i, block in enumerate(blocks)]
+    if matched:
+        items = _matched(items, pairing)
+        return Coalesced(tuple(b for b, _ in items), tuple(m for _, m in items))
+    items = _settled(items, chains_first, pairing)
     for _ in range(ROUNDS if loose > 0 else 0):
         count = len(items)
         items = _settled(_loose_chain(items, loose), chains_first, pairing)
@@ -96,24 +123,104 @@ def _settled(items: list[_Item], chains_first: bool, pairing: Pairing) -> list[_
 
 
 def _stack(items: list[_Item]) -> list[_Item]:
+    return _stacked(items, [group for group in _lifetimes(items).values() if len(group) > 1])
+
+
+def _lifetimes(items: list[_Item]) -> dict[tuple[int, int, int], list[int]]:
+    """The blocks that may be stacked, by lifetime and alignment."""
     groups: dict[tuple[int, int, int], list[int]] = {}
     for k, (block, _) in enumerate(items):
         if block.size % block.align == 0:
             groups.setdefault((block.first, block.last, block.align), []).append(k)
+    return groups
+
+
+def _stacked(items: list[_Item], stacks: Sequence[Sequence[int]]) -> list[_Item]:
+    """`items` with the blocks of each of `stacks` (of one lifetime and alignment) on top
+    of each other, in order."""
     merged: dict[int, _Item] = {}
     gone: set[int] = set()
-    for (first, last, align), group in groups.items():
-        if len(group) < 2:
-            continue
+    for stack in stacks:
         members: list[tuple[int, int]] = []
         height = 0
-        for k in group:
+        for k in stack:
             block, inner = items[k]
             members += [(index, height + relative) for index, relative in inner]
             height += block.size
-        merged[group[0]] = (Block(height, first, last, align), tuple(members))
-        gone.update(group[1:])
+        first = items[stack[0]][0]
+        merged[stack[0]] = (Block(height, first.first, first.last, first.align), tuple(members))
+        gone.update(stack[1:])
     return [merged.get(k, item) for k, item in enumerate(items) if k not in gone]
+
+
+def _matched(items: list[_Item], pairing: Pairing) -> list[_Item]:
+    """Chains, matched stacks and, only where neither changes anything, the stacks of the
+    shortest lifetime, round after round (see the module doc)."""
+    for _ in range(MATCHED_ROUNDS):
+        count = len(items)
+        items = _chains(items, pairing)
+        if len(items) == count:
+            items = _stacked(items, _matched_stacks(items))
+        if len(items) == count:
+            groups = [group for group in _lifetimes(items).values() if len(group) > 1]
+            shortest = min((_span(items[group[0]][0]) for group in groups), default=0)
+            items = _stacked(items, [g for g in groups if _span(items[g[0]][0]) == shortest])
+        if len(items) == count:
+            break
+    return items
+
+
+def _matched_stacks(items: list[_Item]) -> list[list[int]]:
+    """Stacks of blocks of one lifetime whose sizes add up to the size of a block that ends
+    just before them or starts just after them: the largest such size first, each block in
+    one stack at most."""
+    groups = {key: group for key, group in _lifetimes(items).items() if len(group) > 1}
+    # The sizes of the blocks that end where a group starts or start where one ends.
+    ending: dict[tuple[int, int], set[int]] = {(f, a): set() for f, _, a in groups}
+    starting: dict[tuple[int, int], set[int]] = {(last + 1, a): set() for _, last, a in groups}
+    for block, _ in items:
+        sizes = ending.get((block.last + 1, block.align))
+        if sizes is not None:
+            sizes.add(block.size)
+        sizes = starting.get((block.first, block.align))
+        if sizes is not None:
+            sizes.add(block.size)
+    stacks: list[list[int]] = []
+    for (first, last, align), group in groups.items():
+        left = list(group)
+        for size in sorted(ending[first, align] | starting[last + 1, align], reverse=True):
+            own = [items[k][0].size for k in left]
+            if len(left) < 2 or size < sum(sorted(own)[:2]):
+                break
+            chosen = _summing(own, size) if size <= sum(own) else []
+            if len(chosen) > 1:
+                stacks.append([left[i] for i in chosen])
+                left = [k for i, k in enumerate(left) if i not in chosen]
+    return stacks
+
+
+def _summing(sizes: Sequence[int], total: int) -> list[int]:
+    """The indices, in order, of sizes that add up to `total` (empty: none do), by subset
+    sum over the sizes' common divisor; where `total` is too large for that, all of them
+    or none."""
+    unit = math.gcd(*sizes)
+    if total % unit:
+        return []
+    if total // unit > MATCH_BITS:
+        return list(range(len(sizes))) if sum(sizes) == total else []
+    # reach[k]: the sums (as bits) that some of the first k sizes make.
+    reach = [1]
+    for size in sizes:
+        reach.append(reach[-1] | reach[-1] << (size // unit))
+    left = total // unit
+    if not reach[-1] >> left & 1:
+        return []
+    chosen = []
+    for k in range(len(sizes) - 1, -1, -1):
+        if not reach[k] >> left & 1:  # the first k cannot make it: size k is in
+            chosen.append(k)
+            left -= sizes[k] // unit
+    return chosen[::-1]
 
 
 def _chains(items: list[_Item], pairing: Pairing) -> list[_Item]:
