@@ -19,9 +19,10 @@ hot windows of the timeline searched, the rest placed around them). Places of mo
 MANY blocks search each coalescing of PORTFOLIO in turn instead, each with the exact
 search's rounds and then its seeded dives (`exact.dive`), then the matched coalescings of
 MATCHED (`coalesce(matched=True)`: stacks only where their size matches a neighbour's) the
-same way, each for a smaller share, then the blocks themselves with what is left: which
-coalescing finds the lowest peak differs from place to place, and a matched one is best
-where the others glue together blocks of one lifetime that belong apart.
+same way, each for a quick search, the one that found the lowest peak then for a longer
+one, then the blocks themselves with what is left: which coalescing finds the lowest peak
+differs from place to place, and a matched one is best where the others glue together
+blocks of one lifetime that belong apart.
 
 Budgets are search nodes, never seconds, so the answer depends on the blocks and the
 budget alone. A node costs time in proportion to the blocks searched, so a search on
@@ -72,16 +73,27 @@ PORTFOLIO: tuple[tuple[bool, Pairing, float], ...] = (
 """The ways of coalescing (`chains_first`, `pairing`, `loose`) searched on places of MANY
 blocks: on the time x memory strips of the benchmarks each finds the lowest peak on some,
 peaks up to 10% apart."""
-MATCHED: tuple[Pairing, ...] = ("short", "long")
-"""The pairings of the matched coalescings (`coalesce(matched=True)`) searched after
-PORTFOLIO's, each for MATCHED_SHARE of the budget: the lowest peak on some places where
-every coalescing of PORTFOLIO glues together blocks of one lifetime that belong apart
-(the large strip s101 of the benchmarks: 1.070x its lower bound, against 1.082x)."""
-MATCHED_SHARE = 0.05
-"""The part of the budget each matched coalescing gets: the searches of PORTFOLIO keep
-their shares (their answers are the same as without these), and the search on the blocks
-themselves gets less, which changed no plan of the 20 strips of over MANY blocks among
-benchmarks/planner.py's large strips of seeds 100, 200 and 300."""
+MATCHED: tuple[tuple[Pairing, bool], ...] = (
+    ("short", False),
+    ("long", False),
+    ("short", True),
+    ("long", True),
+)
+"""The matched coalescings (`coalesce(matched=True)`: `pairing`, `unique`) tried after
+PORTFOLIO's, each with a quick search of MATCHED_TRY of the budget; the one whose quick
+search finds the lowest peak goes on with MATCHED_SHARE. They find the lowest peak on some
+places where every coalescing of PORTFOLIO glues together blocks of one lifetime that
+belong apart (the large strip s101 of the benchmarks: 1.054x its lower bound, against
+1.082x), and which of them does differs from place to place: judged by a quick search, the
+best of the four gets most of their budget."""
+MATCHED_TRY = 0.01
+"""The part of the budget each matched coalescing's quick search gets."""
+MATCHED_SHARE = 0.06
+"""The part of the budget the best matched coalescing goes on with: with the quick
+searches, a tenth of it, as much as two matched coalescings of half that each, which this
+replaced (on the 20 large strips of over MANY blocks of benchmarks/planner.py's seeds 100,
+200 and 300 it found a lower peak on four, the same on the rest). The searches of
+PORTFOLIO keep their shares and the search on the blocks themselves gets what is left."""
 MATCHED_LEFT = 0.5
 """A matched coalescing that leaves more than this part of the blocks is not searched (its
 share stays with the search on the blocks themselves): on random workloads, where few
@@ -211,7 +223,8 @@ def _portfolio(
 ) -> Packing:
     """`best`, or the best offsets the exact search finds for the blocks coalesced in each
     of the ways of PORTFOLIO, in turn, sharing MANY_SHARE of the nodes equally; then in each
-    matched way of MATCHED, for MATCHED_SHARE each; then on the blocks themselves with the
+    matched way of MATCHED, for MATCHED_TRY each, and on in the one that found the lowest
+    peak (the first of those) for MATCHED_SHARE; then on the blocks themselves with the
     rest."""
     n = len(blocks)
     work = budget.nodes * n
@@ -222,14 +235,23 @@ def _portfolio(
         merged = coalesce(blocks, chains_first=chains_first, pairing=pairing, loose=loose)
         share = int(work * MANY_SHARE) // len(PORTFOLIO) // len(merged.blocks)
         best = _coalesced(blocks, merged, replace(budget, nodes=share), best, bound)
-    for pairing in MATCHED:
+    tried: list[tuple[int, int, Coalesced, Packing]] = []
+    for pairing, unique in MATCHED:
         if best.peak <= goal:
             return best
-        merged = coalesce(blocks, pairing=pairing, matched=True)
-        if len(merged.blocks) > n * MATCHED_LEFT:
+        merged = coalesce(blocks, pairing=pairing, matched=True, unique=unique)
+        if len(merged.blocks) > n * MATCHED_LEFT or len(merged.blocks) == n:
             continue
-        share = int(work * MATCHED_SHARE) // len(merged.blocks)
-        best = _coalesced(blocks, merged, replace(budget, nodes=share), best, bound)
+        share = int(work * MATCHED_TRY) // len(merged.blocks)
+        found = _searched(merged, replace(budget, nodes=share))
+        best = _expanded(blocks, merged, found, best, bound)
+        tried.append((found.peak, len(tried), merged, found))
+    if tried and best.peak > goal:
+        _, _, merged, found = min(tried, key=lambda each: each[:2])
+        if not found.optimal:
+            share = int(work * MATCHED_SHARE) // len(merged.blocks)
+            found = _searched(merged, replace(budget, nodes=share), found)
+            best = _expanded(blocks, merged, found, best, bound)
     left = (work - (budget.clock.work - start)) // n
     if best.peak <= goal or left <= 0:
         return best
@@ -239,15 +261,30 @@ def _portfolio(
 def _coalesced(
     blocks: Sequence[Block], merged: Coalesced, budget: Budget, best: Packing, bound: int
 ) -> Packing:
-    """`best`, or the better offsets the exact search finds for the coalesced blocks: its
-    rounds for SEARCH_SHARE of the nodes and seeded dives for the rest."""
+    """`best`, or the better offsets the exact search finds for the coalesced blocks."""
     if len(merged.blocks) == len(blocks):
         return best
-    start = min(greedy_size(merged.blocks), greedy_conflicts(merged.blocks), key=_peak)
+    return _expanded(blocks, merged, _searched(merged, budget), best, bound)
+
+
+def _searched(merged: Coalesced, budget: Budget, start: Packing | None = None) -> Packing:
+    """The best placement of the coalesced blocks the exact search finds from `start` (by
+    default the better greedy one): its rounds for SEARCH_SHARE of the nodes and seeded
+    dives for the rest."""
+    if start is None:
+        start = min(greedy_size(merged.blocks), greedy_conflicts(merged.blocks), key=_peak)
     rounds = int(budget.nodes * SEARCH_SHARE)
     found = improve(merged.blocks, replace(budget, nodes=rounds), start)
     if not found.optimal:
         found = dive(merged.blocks, replace(budget, nodes=budget.nodes - rounds), found)
+    return found
+
+
+def _expanded(
+    blocks: Sequence[Block], merged: Coalesced, found: Packing, best: Packing, bound: int
+) -> Packing:
+    """`best`, or the placement of the blocks that `found` places the coalesced ones with,
+    where its peak is lower."""
     if found.peak >= best.peak:
         return best
     offsets = merged.expand(found.offsets, len(blocks))
