@@ -462,7 +462,7 @@ def test_plan_packs_the_large_strip_s101_closer_through_matched_coalescings(
 ) -> None:
     # The benchmarks' s101 (4264 blocks), with room to spare, at the default budget: every
     # coalescing of auto.PORTFOLIO leaves it at 1.082x its capacity or more; the matched
-    # coalescings (auto.MATCHED) reach 1.054x, where the two without `unique` alone reached
+    # coalescings (auto.MATCHED) reach 1.053x, where the two without `unique` alone reached
     # 1.070x. The same plan, byte for byte, twice.
     blocks, capacity = cut(101, 4264)
     board = one_pool_board(None, tmp_path)

@@ -83,7 +83,7 @@ MATCHED: tuple[tuple[Pairing, bool], ...] = (
 PORTFOLIO's, each with a quick search of MATCHED_TRY of the budget; the one whose quick
 search finds the lowest peak goes on with MATCHED_SHARE. They find the lowest peak on some
 places where every coalescing of PORTFOLIO glues together blocks of one lifetime that
-belong apart (the large strip s101 of the benchmarks: 1.054x its lower bound, against
+belong apart (the large strip s101 of the benchmarks: 1.053x its lower bound, against
 1.082x), and which of them does differs from place to place: judged by a quick search, the
 best of the four gets most of their budget."""
 MATCHED_TRY = 0.01
@@ -96,9 +96,11 @@ replaced (on the 20 large strips of over MANY blocks of benchmarks/planner.py's 
 PORTFOLIO keep their shares and the search on the blocks themselves gets what is left."""
 MATCHED_LEFT = 0.5
 """A matched coalescing that leaves more than this part of the blocks is not searched (its
-share stays with the search on the blocks themselves): on random workloads, where few
-blocks share a lifetime, it leaves three quarters of them and found nothing in 50% more
-time; on the strips it leaves a tenth to a fifth."""
+share stays with the search on the blocks themselves), nor, where a plain one (`unique`
+False) does, the unique one of its pairing (made after it): on random workloads, where few
+blocks share a lifetime, they leave three quarters of them and found nothing in 50% more
+time (the unique ones cost 0.6 s more to make on 6000 blocks, for 2-4 blocks more left);
+on the strips they leave a tenth to a fifth."""
 SEARCH_SHARE = 0.25
 """On places of MANY blocks, the part of each coalescing's nodes for the exact search's
 rounds; seeded dives (`exact.dive`) take the rest."""
@@ -236,11 +238,15 @@ def _portfolio(
         share = int(work * MANY_SHARE) // len(PORTFOLIO) // len(merged.blocks)
         best = _coalesced(blocks, merged, replace(budget, nodes=share), best, bound)
     tried: list[tuple[int, int, Coalesced, Packing]] = []
+    scattered: set[Pairing] = set()  # pairings whose plain matched coalescing left too many
     for pairing, unique in MATCHED:
         if best.peak <= goal:
             return best
+        if unique and pairing in scattered:
+            continue  # it stacks less than the plain one (on random workloads, as little)
         merged = coalesce(blocks, pairing=pairing, matched=True, unique=unique)
         if len(merged.blocks) > n * MATCHED_LEFT or len(merged.blocks) == n:
+            scattered.add(pairing)
             continue
         share = int(work * MATCHED_TRY) // len(merged.blocks)
         found = _searched(merged, replace(budget, nodes=share))

@@ -39,7 +39,7 @@ makes the neighbour's size (where several do, which one belongs there is a guess
 strips, groups of dozens of one-step blocks match many sizes by chance), and where nothing
 else changes anything, of the shortest lifetimes the one of the fewest blocks is stacked
 first, so that its stack can be matched before the larger groups are stacked whole. On s101
-its searches reach 1.054-1.074x the lower bound, against 1.066-1.076x without (four seeds
+its searches reach 1.053-1.074x the lower bound, against 1.066-1.076x without (four seeds
 of the search, 5% of the default budget each), and neither is better everywhere: `auto`
 judges them by a quick search.
 
