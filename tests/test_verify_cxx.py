@@ -106,6 +106,35 @@ def test_a_virtual_call_reaches_its_slot_of_every_vtable() -> None:
     assert targets == (0x140, 0x160)  # slot 0: A::f and B::f
 
 
+def test_the_runtimes_type_matching_calls_reach_only_type_info_methods() -> None:
+    # __cxa_type_match (libsupc++'s eh_arm.cc) calls a method of a catch clause's type_info
+    # through its slot 0: of the image's vtables only the type_info classes' hold its
+    # targets, not a program's A::f and B::f at the same slot (which, when they throw, made
+    # a cycle through the unwinder that no hint could bound).
+    listing = (
+        "  100:\tpush\t{r3, lr}\n"
+        "  102:\tldr\tr3, [r0, #0]\n"
+        "  104:\tldr\tr3, [r3, #0]\n"
+        "  106:\tblx\tr3\n"
+        "  108:\tpop\t{r3, pc}\n"
+    )
+    do_catch = "_ZNK10__cxxabiv117__class_type_info10__do_catchEPKSt9type_infoPPvj"
+    vtable = {"_ZTVN10__cxxabiv117__class_type_infoE": (0x1030, [0, 0x1000, 0x171, 0x151])}
+    functions = {"__cxa_type_match": (CODE, 0x40), do_catch: (0x170, 4), **CLASSES}
+    image = _image(functions, {**VTABLES, **vtable})
+    graph = _graph(image, listing + LEAVES + "  170:\tbx\tlr\n  172:\tnop\n")
+    eh_arm = "/build/gcc/src/libstdc++-v3/libsupc++/eh_arm.cc:86:29"
+    resolution = resolve(image, _located(graph, CODE, eh_arm))
+    assert resolution.sites[0x106] == (0x170,)
+    assert resolution.assumptions[0] == (
+        f"virtual call in __cxa_type_match at {eh_arm} (slot 0) reaches slot 0 of the "
+        f"type_info classes' vtables: {do_catch} (app.elf)"
+    )
+    # The same call in a program's source reaches slot 0 of every vtable.
+    resolution = resolve(image, _located(graph, CODE, "app/main.cpp:20:5"))
+    assert resolution.sites[0x106] == (0x140, 0x160, 0x170)
+
+
 def test_virtual_calls_at_o0_and_as_tail_calls_are_read() -> None:
     # -O0: the object spilled, the slot added to the vtable pointer.
     targets, _ = _resolved(

@@ -68,6 +68,27 @@ RUNTIME_TELLS = ("__cxa_throw", "__gxx_personality_v0", "__gnu_Unwind_RaiseExcep
 
 _SOURCES = (".cc", ".cpp", ".cxx", ".c++", ".C", ".hpp", ".hh", ".hxx", ".h++", ".tcc")
 _VTABLES = ("_ZTV", "_ZTC")
+_TYPE_INFO_SOURCES = frozenset(
+    (
+        "tinfo.h",
+        "tinfo.cc",
+        "tinfo2.cc",
+        "class_type_info.cc",
+        "si_class_type_info.cc",
+        "vmi_class_type_info.cc",
+        "pbase_type_info.cc",
+        "pointer_type_info.cc",
+        "pmem_type_info.cc",
+        "dyncast.cc",
+        "eh_arm.cc",
+        "eh_call.cc",
+        "eh_personality.cc",
+    )
+)
+"""libsupc++'s sources whose virtual calls are calls of type_info methods (catching,
+matching and casting by type): the type of a thrown object or of a catch clause."""
+_TYPE_INFO_VTABLES = ("_ZTVSt9type_info", "_ZTVN10__cxxabiv1")
+"""The vtables of std::type_info and of the runtime's classes derived from it."""
 _REGISTERS = frozenset([*(f"r{n}" for n in range(13)), "ip", "lr", "fp", "sl", "sb"])
 _CALLEE_SAVED = frozenset(("r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "sb", "sl", "fp"))
 _LOOK_BACK = 24  # instructions searched back from a call for its operands
@@ -283,14 +304,19 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
             slots = _slot(code, starts, call.address, node.function.address, node.function.end)
             if not slots or not vtables.points:
                 continue
-            found_targets = tuple(sorted({t for slot in slots for t in vtables.at_slot(slot)}))
+            # The runtime's own virtual calls in its type_info code are calls of type_info
+            # methods: only the type_info classes' vtables hold their targets.
+            classes = _TYPE_INFO_VTABLES if _source(call.location) in _TYPE_INFO_SOURCES else ()
+            found_targets = tuple(
+                sorted({t for slot in slots for t in vtables.at_slot(slot, classes)})
+            )
             sites[call.address] = found_targets
             where = call.location or f"0x{call.address:x}"
             numbers = ", ".join(str(slot // 4) for slot in slots)
+            tables = "the type_info classes' vtables" if classes else "the image's vtables"
             said.append(
                 f"virtual call in {node.name} at {where} (slot {numbers}) reaches slot "
-                f"{numbers} of the image's vtables: {_names(graph, found_targets)} "
-                f"({image.path.name})"
+                f"{numbers} of {tables}: {_names(graph, found_targets)} ({image.path.name})"
             )
     hints = None
     if any(name in graph.by_name for name in RUNTIME_TELLS):
@@ -836,7 +862,7 @@ class _Vtables:
 
     def __init__(self, image: Image, graph: CallGraph) -> None:
         self.graph = graph
-        self.points: list[tuple[int, bytes, int]] = []  # (start, data, offset of the point)
+        self.points: list[tuple[str, bytes, int]] = []  # (name, data, offset of the point)
         for symbol in image.symbols:
             if not symbol.name.startswith(_VTABLES) or symbol.kind != "object" or symbol.size < 12:
                 continue
@@ -846,14 +872,18 @@ class _Vtables:
             words = [w for (w,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
             for n in range(2, len(words)):
                 if not self._code(words[n - 1]):
-                    self.points.append((symbol.address, data, n * 4))
+                    self.points.append((symbol.name, data, n * 4))
 
     def _code(self, word: int) -> bool:
         return bool(word & 1) and (word & ~1) in self.graph.nodes
 
-    def at_slot(self, slot: int) -> tuple[int, ...]:
+    def at_slot(self, slot: int, classes: tuple[str, ...] = ()) -> tuple[int, ...]:
+        """The functions at `slot` of every vtable, or of those whose names start with one
+        of `classes` (none: all)."""
         found = set()
-        for _, data, point in self.points:
+        for name, data, point in self.points:
+            if classes and not name.startswith(classes):
+                continue
             at = point + slot
             if at + 4 <= len(data):
                 (word,) = struct.unpack_from("<I", data, at)
