@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import BLOCKS, benchmark
+from memplace import planner
 from memplace.cli import main
 from memplace.planner import core, plan
 from memplace.planner.blocks import Block, Budget, Packing, grain, lower_bound, peak
@@ -422,6 +423,31 @@ def test_plan_packs_minimalloc_d_at_its_lower_bound(tmp_path: Path) -> None:
     result = plan(one_pool_board(1048576, tmp_path), workload_of(blocks))
     pool = result.pools[0]
     assert (pool.used, pool.lower_bound, pool.optimal) == (986112, 986112, True)
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"no benchmark data at {SHARED}")
+def test_a_pool_the_assignment_packed_is_not_searched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MiniMalloc's J overfills its 1 MiB in both greedy orders: the pool assignment's
+    # search packs it, asked only that it fits, and the plan keeps those offsets as the
+    # exact search's rather than ask auto the same question again (half of J's plan).
+    with (SHARED / "J.1048576.csv").open(newline="") as handle:
+        blocks = [
+            Block(int(row["size"]), int(row["lower"]), int(row["upper"]) - 1)
+            for row in csv.DictReader(handle)
+        ]
+    board, workload = one_pool_board(1048576, tmp_path), workload_of(blocks)
+    calls: list[int] = []
+    searched = planner.ALGORITHMS["auto"]
+    monkeypatch.setitem(
+        planner.ALGORITHMS, "auto", lambda b, budget: calls.append(len(b)) or searched(b, budget)
+    )
+    result = plan(board, workload)
+    pool = result.pools[0]
+    assert (pool.used, pool.algorithm, pool.optimal) == (1048576, "exact", False)
+    assert calls == []
+    assert plan(board, workload).dumps() == result.dumps()
 
 
 def test_plan_searches_a_large_strip_through_every_coalescing(tmp_path: Path) -> None:

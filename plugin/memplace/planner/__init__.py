@@ -11,7 +11,7 @@ assignment's own offsets were kept (see `_offsets`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from memplace.board import Board
@@ -222,15 +222,19 @@ def _offsets(
     members: dict[Place, list[int]] = {}
     for i, place in enumerate(assigned.place):
         members.setdefault(place, []).append(i)
-    kept = {place: _kept(assigned, group) for place, group in members.items()}
-    searches = sum(1 for first in kept.values() if not first.packing.optimal)
+    # Places the exact search packed when asked only to fit them: auto would ask again.
+    packed = assigned.packed if algorithm == "auto" else {}
+    kept = {place: _kept(assigned, packed, place, group) for place, group in members.items()}
+    searches = sum(
+        1 for place, first in kept.items() if not first.packing.optimal and place not in packed
+    )
     outcomes: dict[Place, _Outcome] = {}
     start = clock.work
     for place, group in members.items():
         mine = [assigned.blocks[i] for i in group]
         first = kept[place]
-        if algorithm == "auto" and first.packing.optimal:
-            found = first.packing  # nothing smaller to search for
+        if algorithm == "auto" and (first.packing.optimal or place in packed):
+            found = first.packing  # nothing smaller to search for, or searched already
         else:
             share = max(0, work - (clock.work - start)) // max(1, searches)
             searches -= 0 if first.packing.optimal else 1
@@ -252,12 +256,18 @@ def _offsets(
     return offsets, outcomes
 
 
-def _kept(assigned: Assigned, group: Sequence[int]) -> _Outcome:
-    """The offsets the pool assignment found for the place of `group`."""
+def _kept(
+    assigned: Assigned, packed: Mapping[Place, bool], place: Place, group: Sequence[int]
+) -> _Outcome:
+    """The offsets the pool assignment found for `place`, holding `group`: the exact
+    search's where `packed` says it packed them (and whether it proved them optimal)."""
     blocks = [assigned.blocks[i] for i in group]
     bound = lower_bound(blocks)
     offsets = [assigned.offset[i] for i in group]
-    return _Outcome(packing(blocks, offsets, algorithm=ASSIGNMENT, bound=bound), bound)
+    proven = packed.get(place)
+    algorithm = ASSIGNMENT if proven is None else "exact"
+    found = packing(blocks, offsets, optimal=bool(proven), algorithm=algorithm, bound=bound)
+    return _Outcome(found, bound)
 
 
 def _search(algorithm: str, place: Place, blocks: Sequence[Block], budget: Budget) -> Packing:

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memplace.errors import PlanningError, SearchStopped
 from memplace.planner import core
 from memplace.planner.auto import auto
-from memplace.planner.blocks import Block, Budget, Clock
+from memplace.planner.blocks import Block, Budget, Clock, Packing
 from memplace.scopes import Candidates, Place
 
 RESCUE_ATTEMPTS = 64
@@ -55,6 +55,11 @@ class Assigned:
     offset: tuple[int, ...]
     skipped: tuple[tuple[Place, ...], ...]
     blocks: tuple[Block, ...]
+    packed: dict[Place, bool] = field(default_factory=dict)
+    """The places whose offsets the exact search found, asked only to fit the place (both
+    greedy orders overfill it): their buffers as they are now. `auto` would ask the same
+    again and stop at the first fit, so `plan` keeps these. True where the search proved
+    the peak optimal."""
 
 
 def buffer_order(candidates: Sequence[Candidates]) -> list[int]:
@@ -90,19 +95,21 @@ def assign_places(
     chosen, offset = list(first.place), list(first.offset)
     sizes = [capacities[p] for p in places]
     tried: dict[int, int] = {}  # place -> the lowest peak a packing search found there
+    packed: dict[int, bool] = {}  # place -> proven optimal, where the exact search packed it
     if work > 0:
         start = clock.work
         # The search over assignments needs work only where a buffer has a choice.
         choices = any(len(places) > 1 for places in options)
         share = work // 2 if choices else work
-        _pack_homeless(blocks, order, options, sizes, chosen, offset, share, clock, tried)
+        _pack_homeless(blocks, order, options, sizes, chosen, offset, share, clock, tried, packed)
         if any(p < 0 for p in chosen):
             left = work - (clock.work - start)
             found = _search_assignment(blocks, order, options, sizes, left, clock)
             if found is not None:
                 chosen, offset = found
+                packed.clear()
         rescue = int(work * RESCUE_SHARE)
-        _second_chances(blocks, order, options, sizes, chosen, offset, rescue, clock)
+        _second_chances(blocks, order, options, sizes, chosen, offset, rescue, clock, packed)
     for i in order:
         if chosen[i] < 0:
             _stopped(clock, options[i], tried, places, sizes)
@@ -116,6 +123,7 @@ def assign_places(
             for i in range(len(blocks))
         ),
         blocks=tuple(blocks),
+        packed={places[p]: proven for p, proven in packed.items()},
     )
 
 
@@ -128,9 +136,11 @@ def _second_chances(
     offset: list[int],
     work: int,
     clock: Clock,
+    packed: dict[int, bool],
 ) -> None:
     """Move spilled (or homeless) buffers to faster candidates where a search fits them,
-    within `work` (search nodes times blocks)."""
+    within `work` (search nodes times blocks); `packed` follows the places whose offsets
+    the exact search found."""
     if all(p == options[i][0] for i, p in enumerate(chosen)):
         return  # every buffer has its fastest candidate
     start = clock.work
@@ -163,6 +173,8 @@ def _second_chances(
             if chosen[i] >= 0:
                 members[chosen[i]].remove(i)
                 live.move(chosen[i], blocks[i], -1)
+                packed.pop(chosen[i], None)  # fewer buffers: the search may go lower
+            _note_packed(packed, p, found)
             members[p] = group
             live.move(p, blocks[i], +1)
             chosen[i] = p
@@ -181,11 +193,13 @@ def _pack_homeless(
     work: int,
     clock: Clock,
     tried: dict[int, int],
+    packed: dict[int, bool],
 ) -> None:
     """Put every buffer that fits nowhere into its fastest candidate whose lower bound
     admits it, and search offsets for each place so filled, within `work` (search nodes
     times blocks); a place whose search does not fit its capacity within its share takes
-    none of them, and `tried` keeps the lowest peak its search found."""
+    none of them, `tried` keeps the lowest peak its search found, and `packed` the places
+    the exact search packed."""
     homeless = [i for i in order if chosen[i] < 0]
     if not homeless:
         return
@@ -216,9 +230,21 @@ def _pack_homeless(
             tried[p] = found.peak
             continue
         members[p] = group
+        _note_packed(packed, p, found)
         for j, at in zip(group, found.offsets, strict=True):
             chosen[j] = p
             offset[j] = at
+
+
+def _note_packed(packed: dict[int, bool], place: int, found: Packing) -> None:
+    """Keep in `packed` whether `found`, the new offsets of `place`'s buffers from `auto`
+    asked only to fit the place, came from the exact search (both greedy orders overfill
+    the place, so `auto` would ask the same again) or from a greedy order (the place has
+    room, and `plan` searches it for a smaller peak)."""
+    if found.algorithm == "exact":
+        packed[place] = found.optimal
+    else:
+        packed.pop(place, None)
 
 
 def _search_assignment(
