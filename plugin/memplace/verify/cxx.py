@@ -306,7 +306,7 @@ def resolve(image: Image, graph: CallGraph, index: ExceptionIndex | None = None)
                 continue
             # The runtime's own virtual calls in its type_info code are calls of type_info
             # methods: only the type_info classes' vtables hold their targets.
-            classes = _TYPE_INFO_VTABLES if _source(call.location) in _TYPE_INFO_SOURCES else ()
+            classes = _TYPE_INFO_VTABLES if _type_matching(call.location) else ()
             found_targets = tuple(
                 sorted({t for slot in slots for t in vtables.at_slot(slot, classes)})
             )
@@ -626,6 +626,15 @@ STD_FUNCTION = "std_function.h"
 
 def _source(location: str | None) -> str | None:
     return None if location is None else Path(location.split(":", 1)[0]).name
+
+
+def _type_matching(location: str | None) -> bool:
+    """Whether a call lies in libsupc++'s type-matching code, by the line table: one of
+    _TYPE_INFO_SOURCES in a `libsupc++` folder (a program's own file of such a name is not)."""
+    if location is None:
+        return False
+    path = Path(location.split(":", 1)[0])
+    return path.name in _TYPE_INFO_SOURCES and path.parent.name == "libsupc++"
 
 
 def _function_handlers(graph: CallGraph) -> tuple[int, ...]:
