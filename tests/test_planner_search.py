@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import importlib
 import json
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,9 +24,12 @@ from memplace.planner.blocks import Block, Budget, Packing, grain, lower_bound, 
 from memplace.planner.check import placement_problems
 from memplace.planner.coalesce import Coalesced, Pairing, coalesce
 from memplace.planner.exact import dive, exact, improve
-from memplace.planner.greedy import greedy_size
+from memplace.planner.greedy import greedy_size, place_in_order
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
+
+
+auto_module = importlib.import_module("memplace.planner.auto")  # `planner.auto` is the function
 
 
 def _sound(blocks: list[Block], offsets: list[int], capacity: int) -> bool:
@@ -183,6 +187,38 @@ def test_loose_chains_small_tables(
     assert coalesce(blocks).blocks == coalesce(blocks, loose=0.0).blocks
 
 
+# (size, first, last) of each block, and the coalesced blocks with `loose` = 0.25 within a
+# `slack` of 1% of the most bytes live at one step.
+SLACK_CASES = [
+    # The 20 bytes left empty over steps 2-5 keep every step within the 100 of steps 0-1.
+    ([(100, 0, 1), (80, 2, 5)], [(100, 0, 5)]),
+    # Here they would make steps 2-3 120 bytes, the most live at one step 100: left alone
+    # (without `slack`, chained).
+    ([(100, 0, 1), (80, 2, 5), (20, 2, 3)], [(100, 0, 1), (80, 2, 5), (20, 2, 3)]),
+    # Step 0 holds the most, 160 (so 161 within 1%); steps 2-3 hold 145. The pair that
+    # wastes least (10 bytes over two steps) takes 10 of their room; the other (10 over
+    # steps 1-3) would make them 165 and is left alone (without `slack`, chained, and its
+    # chain stacked with the first: one block of 160 bytes over steps 0-3).
+    (
+        [(100, 0, 1), (90, 2, 3), (60, 0, 0), (50, 1, 3), (5, 2, 4)],
+        [(100, 0, 3), (60, 0, 0), (50, 1, 3), (5, 2, 4)],
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "expected"), SLACK_CASES)
+def test_loose_chains_within_a_slack_leave_bytes_empty_only_where_there_is_room(
+    spec: list[tuple[int, int, int]], expected: list[tuple[int, int, int]]
+) -> None:
+    blocks = [Block(size, first, last) for size, first, last in spec]
+    merged = coalesce(blocks, chains_first=True, loose=0.25, slack=0.01)
+    assert sorted((b.size, b.first, b.last) for b in merged.blocks) == sorted(expected)
+    assert sorted(i for members in merged.members for i, _ in members) == list(range(len(spec)))
+    placed = greedy_size(merged.blocks)
+    assert lower_bound(merged.blocks) <= lower_bound(blocks) * 101 // 100
+    assert _sound(blocks, merged.expand(placed.offsets, len(blocks)), placed.peak)
+
+
 # (size, first, last) of each block, and the coalesced blocks with `matched`.
 MATCHED_CASES = [
     # 10 + 20 make the 30 that starts after them: stacked, then chained with it; the 5 of
@@ -251,6 +287,9 @@ def test_any_placement_of_the_coalesced_blocks_places_the_originals(blocks: list
             for loose in (0.0, 0.1, 0.5):
                 merged = coalesce(blocks, chains_first, pairing, loose)
                 _expands_soundly(blocks, merged, loose > 0)
+            within = coalesce(blocks, chains_first, pairing, 0.5, slack=0.01)
+            _expands_soundly(blocks, within, True)
+            assert lower_bound(within.blocks) <= lower_bound(blocks) * 101 // 100
     for pairing in (None, "short", "long"):
         for unique in (False, True):
             _expands_soundly(blocks, coalesce(blocks, pairing=pairing, matched=True, unique=unique))
@@ -264,6 +303,29 @@ def _expands_soundly(blocks: list[Block], merged: Coalesced, loose: bool = False
     else:
         assert peak(blocks, offsets) == placed.peak
     assert _sound(blocks, offsets, placed.peak)
+
+
+@settings(max_examples=150, deadline=None)
+@given(BLOCKS, st.randoms(use_true_random=False))
+def test_settling_a_placement_moves_no_block_up(blocks: list[Block], rng: random.Random) -> None:
+    # A placement with room under its blocks: any placement with every offset doubled (a
+    # block below another stays below it). Settled, no block is higher, some are lower
+    # wherever there was room, and the placement is still sound.
+    order = list(range(len(blocks)))
+    rng.shuffle(order)
+    lifted = [2 * offset for offset in place_in_order(blocks, order)]
+    settled = auto_module.settled(blocks, lifted)
+    assert all(low <= high for low, high in zip(settled, lifted, strict=True))
+    assert _sound(blocks, settled, peak(blocks, lifted))
+    assert min(settled) == 0
+    assert peak(blocks, settled) <= peak(blocks, lifted)
+
+
+def test_settling_moves_a_block_into_the_room_a_loose_chain_left() -> None:
+    # The loose chain of 100 then 80 bytes is placed as one block of 100 over steps 0-5;
+    # a 20-byte block over steps 2-5 above it settles into the 20 bytes the 80 left empty.
+    blocks = [Block(100, 0, 1), Block(80, 2, 5), Block(20, 2, 5)]
+    assert auto_module.settled(blocks, [0, 0, 100]) == [0, 0, 80]
 
 
 # --- seeded dives of the exact search --------------------------------------------------------
@@ -483,16 +545,18 @@ def test_memplace_plan_proves_an_optimum_above_the_lower_bound(
     assert (pool["used"], pool["lower_bound"], pool["optimal"]) == (6144, 5120, True)
 
 
-def test_plan_packs_the_large_strip_s101_closer_through_matched_coalescings(
-    tmp_path: Path,
-) -> None:
-    # The benchmarks' s101 (4264 blocks), with room to spare, at the default budget: every
-    # coalescing of auto.PORTFOLIO leaves it at 1.082x its capacity or more; the matched
-    # coalescings (auto.MATCHED) reach 1.053x, where the two without `unique` alone reached
-    # 1.070x. The same plan, byte for byte, twice.
-    blocks, capacity = cut(101, 4264)
+def test_plan_packs_the_large_strips_s101_and_s102_within_5_percent(tmp_path: Path) -> None:
+    # The benchmarks' s101 and s102 (4264 and 4226 blocks), with room to spare, at the
+    # default budget. Every coalescing of auto.PORTFOLIO leaves s101 at 1.082x its capacity
+    # or more, s102 at 1.086x; the matched coalescings reached 1.053x on s101, 1.11x on
+    # s102. Judged with loose and matched ones within a slack (auto.LOOSE_SLACKS,
+    # auto.MATCHED_LOOSE), each placement settled: 1.024x and 1.044x. The same plan, byte
+    # for byte, twice.
     board = one_pool_board(None, tmp_path)
-    result = plan(board, workload_of(blocks))
-    pool = result.pools[0]
-    assert capacity == pool.lower_bound < pool.used <= capacity * 106 // 100
-    assert plan(board, workload_of(blocks)).dumps() == result.dumps()
+    for seed, pieces in ((101, 4264), (102, 4226)):
+        blocks, capacity = cut(seed, pieces)
+        result = plan(board, workload_of(blocks))
+        pool = result.pools[0]
+        assert capacity == pool.lower_bound < pool.used <= capacity * 105 // 100
+        if seed == 101:
+            assert plan(board, workload_of(blocks)).dumps() == result.dumps()
