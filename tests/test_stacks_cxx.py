@@ -2,7 +2,11 @@
 commands (arm-none-eabi-g++, a start-up and linker script of its own, newlib's semihosting
 library), it throws from a virtual function and catches by type. Its stacks are bounded
 from the image alone: the runtime's indirect calls and the virtual calls are resolved from
-it, the runtime's type matching reaching only type_info's methods."""
+it, the runtime's type matching reaching only type_info's methods. On every profile: each
+core's multilib of libgcc, libstdc++ and newlib is code of its own (Armv6-M's unwinder
+returns through `bx r3` and its switches jump through tables in data, Armv8-M Baseline's
+libstdc++ moves constants in with `movw`/`movt`, Armv7E-M's strcmp branches back before
+its entry)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,6 @@ from memplace.cli import main
 pytestmark = pytest.mark.qemu
 
 SOURCES = Path(__file__).parent / "firmware" / "cxx_bare"
-CPU = ["-mcpu=cortex-m3", "-mthumb"]
 BOARD = """\
 memplace: board/v1
 extends: qemu-mps2-an385
@@ -27,22 +30,32 @@ contexts: {}
 """
 
 
-@pytest.fixture(scope="module", params=["-O0", "-O2"])
-def firmware(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The program built at one optimisation level, with the two flags `memplace stacks`
+def build(out: Path, cpu: str, *options: str) -> Path:
+    """The program built for `cpu` with `options`, and the two flags `memplace stacks`
     needs."""
-    out = tmp_path_factory.mktemp("cxx" + request.param)
-    flags = [*CPU, request.param, "-g", "-fstack-usage", "-fcallgraph-info=su,da"]
+    target = [f"-mcpu={cpu}", "-mthumb"]
+    flags = [*target, *options, "-g", "-fstack-usage", "-fcallgraph-info=su,da"]
     for compiler, source in (("arm-none-eabi-g++", "app.cpp"), ("arm-none-eabi-gcc", "start.c")):
-        target = out / Path(source).with_suffix(".o").name
-        argv = [compiler, *flags, "-c", str(SOURCES / source), "-o", str(target)]
+        built = out / Path(source).with_suffix(".o").name
+        argv = [compiler, *flags, "-c", str(SOURCES / source), "-o", str(built)]
         assert process.run(argv, timeout=PATIENCE).returncode == 0
     elf = out / "app.elf"
     objects = [str(out / "app.o"), str(out / "start.o")]
     link = ["-T", str(SOURCES / "link.ld"), "--specs=rdimon.specs", "-nostartfiles"]
-    argv = ["arm-none-eabi-g++", *CPU, *link, *objects, "-o", str(elf)]
+    argv = ["arm-none-eabi-g++", *target, *link, *objects, "-o", str(elf)]
     assert process.run(argv, timeout=PATIENCE).returncode == 0
     return elf
+
+
+# Armv6-M's code is Armv7-M's too, so the Cortex-M0 build runs on the AN385's Cortex-M3.
+@pytest.fixture(
+    scope="module",
+    params=[("cortex-m3", "-O0"), ("cortex-m3", "-O2"), ("cortex-m0", "-Os")],
+    ids=lambda param: "".join(param),
+)
+def firmware(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cpu, level = request.param
+    return build(tmp_path_factory.mktemp(cpu + level), cpu, level)
 
 
 def test_cxx_firmware_is_bounded_from_its_image(
@@ -77,3 +90,39 @@ def test_without_the_newlib_set_semihostings_recursion_is_named(
     (finding,) = json.loads(capsys.readouterr().out)["findings"]
     assert finding["check"] == "stack-unbounded"
     assert "recursion _stat > _swiopen > _stat has no depth" in finding["message"]
+
+
+# (cpu and options, an assumption the report must make): builds that only load here
+# (their profile is not the AN385's), each with a runtime of its own.
+PROFILES = [
+    # Armv8-M Baseline: libstdc++ passes a thrown object's destructor in with movw/movt.
+    (
+        ("cortex-m23", "-Os"),
+        "calls a thrown object's destructor: _ZNSt10bad_typeidD1Ev, ",
+    ),
+    # Armv7E-M: newlib's strcmp branches back to its exit, before its aligned entry (the
+    # type matching calls it: before, "strcmp calls 0x... which is no function").
+    (("cortex-m7", "-Os"), "__gxx_personality_v0"),
+    # Armv7-M with constants kept out of flash: the program's own throw uses movw/movt.
+    (
+        ("cortex-m3", "-mpure-code", "-O2"),
+        "calls a thrown object's destructor: _ZNSt10bad_typeidD1Ev, ",
+    ),
+    (("cortex-m0plus", "-O2"), "__gxx_personality_v0"),
+]
+
+
+@pytest.mark.parametrize(("options", "said"), PROFILES, ids=["".join(o) for o, _ in PROFILES])
+def test_cxx_firmware_of_other_profiles_is_bounded(
+    options: tuple[str, ...], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elf = build(tmp_path, *options)
+    board = tmp_path / "board.yaml"
+    board.write_text(BOARD)
+    code = main(["stacks", str(elf), "--board", str(board), "--stack-hints", "newlib", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report["findings"]
+    (stack,) = report["stacks"]
+    assert 1300 <= stack["static_bound"] <= 1700
+    text = "\n".join(report["assumptions"]) + " ".join(stack["path"])
+    assert said in text

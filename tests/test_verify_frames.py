@@ -124,6 +124,71 @@ def test_bx_through_a_register_that_was_not_popped_is_an_indirect_tail_call() ->
     assert returned.calls == ()
 
 
+def test_bx_through_the_return_address_loaded_back_from_its_slot_returns() -> None:
+    # Armv6-M cannot load pc from sp plus an offset: libgcc's unwinder stubs reload the
+    # return address lr was pushed with into r3 and return through it.
+    stub = (
+        "  100:\tpush\t{r0}\n"
+        "  102:\tpush\t{r0, lr}\n"
+        "  104:\tsub\tsp, #20\n"
+        "  106:\tbl\t200 <g>\n"
+        "  10a:\tldr\tr3, [sp, #24]\n"
+        "  10c:\tadd\tsp, #32\n"
+        "  10e:\tbx\tr3\n"
+    )
+    frame = frame_of(stub)
+    assert (frame.size, [(c.target, c.tail) for c in frame.calls]) == (32, [(0x200, False)])
+    # A word from another slot (here r0's) is no return address: a tail call.
+    other = frame_of(stub.replace("[sp, #24]", "[sp, #20]"))
+    assert [(c.target, c.tail) for c in other.calls] == [(0x200, False), (None, True)]
+
+
+def test_an_armv6m_switch_jumps_through_a_table_in_data() -> None:
+    # `ldr r0, =table; lsls r4, #2; ldr r0, [r0, r4]; mov pc, r0`: each case is walked at
+    # the switch's depth, none is a call.
+    frame = frame_of(
+        "  100:\tpush\t{r4, lr}\n"
+        "  102:\tldr\tr0, [pc, #16]\t@ (114 <f+0x14>)\n"
+        "  104:\tlsls\tr4, r4, #2\n"
+        "  106:\tldr\tr0, [r0, r4]\n"
+        "  108:\tmov\tpc, r0\n"
+        "  10a:\tsub\tsp, #8\n"
+        "  10c:\tbl\t200 <g>\n"
+        "  110:\tadd\tsp, #8\n"
+        "  112:\tpop\t{r4, pc}\n"
+        "  114:\t.word\t0x00000900\n",
+        words={0x114: 0x900, 0x900: 0x10B},
+    )
+    assert (frame.size, [(c.depth, c.target) for c in frame.calls]) == (16, [(16, 0x200)])
+    # A register loaded from a table of other code's addresses is an indirect jump.
+    away = frame_of(
+        "  100:\tldr\tr0, [pc, #8]\t@ (10c <f+0xc>)\n"
+        "  102:\tldr\tr0, [r0, r4]\n"
+        "  104:\tmov\tpc, r0\n"
+        "  10c:\t.word\t0x00000900\n",
+        words={0x10C: 0x900, 0x900: 0x501},
+    )
+    assert [(c.target, c.tail) for c in away.calls] == [(None, True)]
+
+
+def test_code_before_the_entry_that_the_function_branches_to_is_its_own() -> None:
+    # newlib's strcmp for Armv7-M keeps an exit before its aligned entry, in no function.
+    code = parse_objdump(
+        "  ff0:\tbx\tlr\n"
+        "  ff2:\tnop\n"
+        "  ff4:\tsub.w\tr0, r2, r3\n"
+        "  ff8:\tbx\tlr\n"
+        " 1000:\tpush\t{r4, lr}\n"
+        " 1002:\tcmp\tr2, r3\n"
+        " 1004:\tbne.n\tff4 <g+0x4>\n"
+        " 1006:\tpop\t{r4, pc}\n"
+    )
+    before = Function(address=0xFF0, size=2, names=("g",))
+    entry = Function(address=0x1000, size=8, names=("strcmp",))
+    frames = read_frames([before, entry], code, {}.get)
+    assert (frames[0x1000].size, frames[0x1000].calls) == (8, ())
+
+
 def test_a_call_through_a_literal_is_a_known_call() -> None:
     # A weak function: its address comes from the literal pool; 0 means it was never
     # defined, so the guarded call never happens.

@@ -588,12 +588,15 @@ def _argument(
     register: str,
     function: Function,
 ) -> int | None:
-    """The constant `register` holds at the call at `call`: a literal load or a small
-    move in the straight run of code before it; None when it is not one."""
+    """The constant `register` holds at the call at `call`: a literal load, a small move,
+    or a `movw` and `movt` pair (Armv8-M Baseline's libstdc++, and code built to keep
+    constants out of flash) in the straight run of code before it; None when it is not
+    one."""
     at = bisect.bisect_left(starts, call)
     joins = _joins(code, starts, function.address, function.end)
     if call in joins:
         return None  # other paths join at the call
+    high: int | None = None  # a `movt`'s upper half, waiting for its `movw`
     for before in range(at - 1, max(at - _LOOK_BACK, -1), -1):
         insn = code[before]
         if insn.address < function.address or insn.is_data:
@@ -608,10 +611,16 @@ def _argument(
             continue
         if conditional or ops[0] != register:
             return None
+        immediate = len(ops) == 2 and ops[1].startswith("#")
+        if base == "movt" and immediate and high is None:
+            high = int(ops[1][1:], 0) & 0xFFFF
+            continue  # the lower half was moved in before it
+        if high is not None:
+            return (high << 16) | int(ops[1][1:], 0) if base == "movw" and immediate else None
         if base == "ldr" and (literal := _LITERAL.search(insn.comment)):
             raw = image.read(int(literal[1], 16), 4)
             return None if raw is None else int(struct.unpack("<I", raw)[0])
-        if base in ("mov", "movs", "movw") and len(ops) == 2 and ops[1].startswith("#"):
+        if base in ("mov", "movs", "movw") and immediate:
             return int(ops[1][1:], 0)
         return None
     return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memplace.verify.image import Function
 
@@ -145,13 +145,35 @@ def read_frames(
     the registers of the call that threw)."""
     addresses = [i.address for i in instructions]
     frames = {}
-    for function in functions:
+    owned = 0  # the end of the functions before this one: code between is no one's
+    for function in sorted(functions, key=lambda f: f.address):
         low = bisect.bisect_left(addresses, function.address)
         high = bisect.bisect_left(addresses, function.end)
+        low = _with_code_before(instructions, addresses, low, high, owned)
         code = instructions[low:high]
         walker = _Walker(function, code, read_word, landing=function.address in landing)
         frames[function.address] = walker.walk()
+        owned = max(owned, function.end)
     return frames
+
+
+def _with_code_before(
+    instructions: Sequence[Instruction], addresses: Sequence[int], low: int, high: int, owned: int
+) -> int:
+    """Where a function's code starts, from `low`, its first instruction: earlier where it
+    branches back into code no function owns (after `owned`), as hand-written assembly puts
+    a shared exit before its aligned entry (newlib's strcmp for Armv7-M: `bne` to
+    `sub.w r0, r2, r3; bx lr` in the padding before `strcmp`)."""
+    before = bisect.bisect_left(addresses, owned)
+    if before >= low:
+        return low
+    gap = range(addresses[before], addresses[low])
+    for insn in instructions[low:high]:
+        base, _ = _split(insn.mnemonic)
+        target = _target(insn) if base in ("b", "cbz", "cbnz") else None
+        if target is not None and target in gap:
+            return before
+    return low
 
 
 @dataclass(frozen=True)
@@ -160,13 +182,24 @@ class _State:
     # Registers known to hold a stack address, as a depth: a frame pointer.
     pointers: tuple[tuple[str, int], ...] = ()
     dynamic: bool = False
+    # Where the return address was pushed (lr's slot, as a depth), and the registers
+    # loaded back from there: a `bx` through one returns (Armv6-M cannot load pc from an
+    # offset of sp, so libgcc's unwinder stubs end `ldr r3, [sp, #64]; add sp, #72; bx r3`).
+    link: int | None = None
+    returning: tuple[str, ...] = ()
 
     def join(self, other: _State) -> _State:
         # A register that points at different depths on two paths (a pointer walking a
         # buffer in a loop) is no frame pointer: dropped, so that the walk converges.
         mine, theirs = dict(self.pointers), dict(other.pointers)
         pointers = tuple(sorted((r, v) for r, v in mine.items() if theirs.get(r) == v))
-        return _State(max(self.depth, other.depth), pointers, self.dynamic or other.dynamic)
+        return _State(
+            max(self.depth, other.depth),
+            pointers,
+            self.dynamic or other.dynamic,
+            self.link if self.link == other.link else None,
+            tuple(r for r in self.returning if r in other.returning),
+        )
 
     def pointer(self, register: str) -> int | None:
         return dict(self.pointers).get(register)
@@ -175,13 +208,26 @@ class _State:
         pointers = {r: v for r, v in self.pointers if r != register}
         if depth is not None:
             pointers[register] = depth
-        return _State(self.depth, tuple(sorted(pointers.items())), self.dynamic)
+        returning = tuple(r for r in self.returning if r != register)
+        return replace(self, pointers=tuple(sorted(pointers.items())), returning=returning)
 
     def without(self, registers: Iterable[str]) -> _State:
         gone = set(registers)
-        if not gone.intersection(r for r, _ in self.pointers):
+        if not gone.intersection(r for r, _ in self.pointers) and not gone.intersection(
+            self.returning
+        ):
             return self
-        return _State(self.depth, tuple(p for p in self.pointers if p[0] not in gone), self.dynamic)
+        return replace(
+            self,
+            pointers=tuple(p for p in self.pointers if p[0] not in gone),
+            returning=tuple(r for r in self.returning if r not in gone),
+        )
+
+    def deeper(self, step: int, dynamic: bool | None = None) -> _State:
+        """The state with the stack `step` bytes deeper (negative: shallower)."""
+        return replace(
+            self, depth=self.depth + step, dynamic=self.dynamic if dynamic is None else dynamic
+        )
 
 
 @dataclass
@@ -205,7 +251,7 @@ class _Walker:
         self.states = [None] * len(self.code)
         self.visits = [0] * len(self.code)
         if self.code:
-            self._run([(0, _State(0))])
+            self._run([(self.index.get(self.function.address, 0), _State(0))])
         # A jump table's targets are in data the disassembly does not follow: every
         # instruction not reached otherwise is taken as one of them.
         while self.tables and self.unknown is None:
@@ -302,22 +348,29 @@ class _Walker:
         """The state after `insn`'s effect on the stack pointer and frame pointers."""
         first = ops[0] if ops else ""
         if base in ("push", "vpush") or (base in ("stmdb", "stmfd", "vstmdb") and first == "sp!"):
-            return _State(state.depth + _list_bytes(insn.operands), state.pointers, state.dynamic)
+            pushed = state.deeper(_list_bytes(insn.operands))
+            if state.link is None and "lr" in _registers(insn.operands):
+                pushed = replace(pushed, link=state.depth + 4)  # lr goes highest in the list
+            return pushed
         if base in ("pop", "vpop") or (
             base in ("ldm", "ldmia", "ldmfd", "vldmia") and first == "sp!"
         ):
             after = state.without(_registers(insn.operands))
-            return _State(after.depth - _list_bytes(insn.operands), after.pointers, after.dynamic)
+            return after.deeper(-_list_bytes(insn.operands))
         if first == "sp" and base in ("sub", "subw", "add", "addw", "mov"):
             return self._sp_arithmetic(insn, base, ops, state)
         writeback = _writeback(insn.operands)
         if writeback is not None:
-            state = _State(state.depth + writeback, state.pointers, state.dynamic)
+            state = state.deeper(writeback)
         if first == "sp" and not _writes_nothing(base):
             return self._sp_loaded(insn, base, state)
         if base in ("msr",) and first.lower() in ("msp", "psp"):
             return _State(0, (), False)  # a switch of stacks: start counting again
-        return self._pointers(base, ops, state)
+        after = self._pointers(base, ops, state)
+        loaded = _STACK_LOAD.fullmatch(insn.operands) if base == "ldr" else None
+        if loaded and state.link is not None and state.depth - int(loaded[2] or 0) == state.link:
+            return replace(after, returning=(*after.returning, loaded[1]))
+        return after
 
     def _sp_arithmetic(self, insn: Instruction, base: str, ops: list[str], state: _State) -> _State:
         source = ops[1] if len(ops) == 3 else "sp"
@@ -327,29 +380,27 @@ class _Walker:
         sign = 1 if base.startswith("sub") else -1
         if source == "sp":
             if amount.startswith("#"):
-                return _State(
-                    state.depth + sign * _immediate(amount), state.pointers, state.dynamic
-                )
+                return state.deeper(sign * _immediate(amount))
             loaded = self._literal(insn, amount)
             if loaded is not None:
                 # Armv6-M's large frames: `ldr r7, =-1008; add sp, r7`.
                 step = loaded - (1 << 32) if loaded >= 1 << 31 else loaded
-                return _State(state.depth + sign * step, state.pointers, state.dynamic)
+                return state.deeper(sign * step)
             if sign > 0:
                 self.dynamic.add(insn.address)
-                return _State(state.depth, state.pointers, True)
+                return state.deeper(0, dynamic=True)
             return state  # giving back a dynamic allocation: the depth stays an upper bound
         pointer = state.pointer(source)
         if pointer is None and self._lowered(insn, source):
             self.dynamic.add(insn.address)  # Armv6-M's alloca: `subs r3, r2, r3; mov sp, r3`
-            return _State(state.depth, state.pointers, True)
+            return state.deeper(0, dynamic=True)
         if pointer is None or not amount.startswith("#"):
             self.unknown = (
                 f"the stack pointer is set from {source} at 0x{insn.address:x}, "
                 f"which does not hold a known stack address"
             )
             return state
-        return _State(pointer + sign * _immediate(amount), state.pointers, False)
+        return replace(state, depth=pointer + sign * _immediate(amount), dynamic=False)
 
     def _sp_loaded(self, insn: Instruction, base: str, state: _State) -> _State:
         if base == "ldr" and "[pc" in insn.operands:
@@ -391,7 +442,7 @@ class _Walker:
             return "call"
         if base == "bx":
             register = ops[0] if ops else ""
-            if register == "lr" or register in self.popped:
+            if register == "lr" or register in self.popped or register in state.returning:
                 return "return"
             self._call(insn, state, None, tail=True)
             return "stop"
@@ -421,6 +472,9 @@ class _Walker:
         if source.startswith("[pc") or base == "add" or self._table_base(insn, source):
             self.tables.append(state)
             return "stop"
+        if base == "mov" and self._loaded_from_table(insn, source):
+            self.tables.append(state)
+            return "stop"
         self._call(insn, state, None, tail=True)
         return "stop"
 
@@ -438,6 +492,25 @@ class _Walker:
                 continue
             base, _ = _split(previous.mnemonic)
             return base in ("add", "adr", "addw") and len(ops) == 3 and ops[1] == "pc"
+        return False
+
+    def _loaded_from_table(self, insn: Instruction, register: str) -> bool:
+        """Whether `register` was last loaded, in the straight run of code before `insn`,
+        from a table of this function's addresses: `ldr r0, [r0, r4]` with r0 the table's
+        address from a literal pool, as Armv6-M's switches jump (`mov pc, r0`)."""
+        at = self.index[insn.address]
+        for before in range(at - 1, max(at - 8, -1), -1):
+            previous = self.code[before]
+            base, _ = _split(previous.mnemonic)
+            ops = _operands(previous.operands)
+            if previous.is_data or base in _BRANCHES or previous.address in self.targets:
+                return False
+            if not ops or ops[0] != register or _writes_nothing(base):
+                continue
+            found = re.fullmatch(r"\w+, \[(\w+), \w+\]", previous.operands)
+            table = self._literal(previous, found[1]) if base == "ldr" and found else None
+            entry = None if table is None else self.read_word(table)
+            return entry is not None and self.function.address <= entry & ~1 < self.function.end
         return False
 
     def _literal(self, insn: Instruction, register: str) -> int | None:
@@ -591,6 +664,10 @@ def _writeback(text: str) -> int | None:
 def _immediate(text: str) -> int:
     value = text.lstrip("#").strip()
     return int(value, 16) if value.lower().startswith(("0x", "-0x")) else int(value)
+
+
+_STACK_LOAD = re.compile(r"(\w+), \[sp(?:, #(\d+))?\]")
+"""`ldr rX, [sp, #k]`: a register loaded from the stack at an offset, without writeback."""
 
 
 def _target(insn: Instruction) -> int | None:
