@@ -126,3 +126,37 @@ def test_cxx_firmware_of_other_profiles_is_bounded(
     assert 1300 <= stack["static_bound"] <= 1700
     text = "\n".join(report["assumptions"]) + " ".join(stack["path"])
     assert said in text
+
+
+def test_the_constructors_start_up_code_runs_are_read_from_the_image(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A C program whose start-up calls newlib's __libc_init_array (as CMSIS and vendor
+    # start-up files do): its calls through .init_array reach the program's constructor,
+    # read from the image, with no hint.
+    source = tmp_path / "app.c"
+    source.write_text(
+        "volatile int sink;\n"
+        "__attribute__((constructor)) static void setup(void) { sink = 5; }\n"
+        "int main(void) { return sink - 5; }\n"
+    )
+    flags = ["-mcpu=cortex-m3", "-mthumb", "-O2", "-g", "-fstack-usage", "-fcallgraph-info=su,da"]
+    for name, path in (("app", source), ("start", SOURCES / "start.c")):
+        argv = ["arm-none-eabi-gcc", *flags, "-c", str(path), "-o", str(tmp_path / f"{name}.o")]
+        assert process.run(argv, timeout=PATIENCE).returncode == 0
+    elf = tmp_path / "app.elf"
+    link = ["-T", str(SOURCES / "link.ld"), "--specs=rdimon.specs", "-nostartfiles"]
+    objects = [str(tmp_path / "app.o"), str(tmp_path / "start.o")]
+    argv = ["arm-none-eabi-gcc", *flags[:2], *link, *objects, "-o", str(elf)]
+    assert process.run(argv, timeout=PATIENCE).returncode == 0
+    board = tmp_path / "board.yaml"
+    board.write_text(BOARD)
+    code = main(["stacks", str(elf), "--board", str(board), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report["findings"]
+    (said,) = [a for a in report["assumptions"] if a.startswith("__libc_init_array calls ")]
+    assert said.startswith(
+        "__libc_init_array calls the .preinit_array and .init_array functions "
+        "(static constructors): "
+    )
+    assert "setup" in said

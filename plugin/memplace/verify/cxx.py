@@ -233,6 +233,7 @@ CALLERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "__call_exitprocs": (("exitproc",), ("__call_atexit.c",)),
     "exit": (("stdio_cleanup",), ("exit.c",)),
     "__libc_fini_array": (("fini",), ("fini.c",)),
+    "__libc_init_array": (("init",), ("init.c",)),
     "_raise_r": (("signal",), ("signal.c",)),
     "*__gxx_exception_cleanup*": (("destructor",), _EH),
     "*__gxx_dependent_exception_cleanup*": (("destructor",), _EH),
@@ -240,6 +241,9 @@ CALLERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "_ZNSt15__exception_ptr13exception_ptr10_M_releaseEv": (("destructor",), _EH),
 }
 CLEANUPS = ("__gxx_exception_cleanup", "__gxx_dependent_exception_cleanup")
+ARRAYS = {"fini": ("fini_array",), "init": ("preinit_array", "init_array")}
+"""The kinds of call that go through arrays of function pointers the linker script lays
+out (newlib's `__libc_init_array` and `__libc_fini_array`), and the arrays' names."""
 
 
 @dataclass(frozen=True)
@@ -482,12 +486,31 @@ def _matches(pattern: str, name: str) -> bool:
     return name == pattern
 
 
+def _array(image: Image, name: str) -> list[int] | None:
+    """The words of the array the linker script brackets with `__NAME_start` and
+    `__NAME_end` (`__init_array_start`): none where it defines neither (newlib declares
+    them weak, so both are then 0 and its loop runs no time); None when the image does not
+    tell."""
+    start, end = image.get_symbol(f"__{name}_start"), image.get_symbol(f"__{name}_end")
+    if start is None and end is None:
+        return []
+    if start is None or end is None:
+        return None
+    if end.address == start.address:
+        return []
+    words = image.read(start.address, end.address - start.address)
+    if words is None:
+        return None
+    return [w for (w,) in struct.iter_unpack("<I", words[: len(words) // 4 * 4])]
+
+
 def _described(kinds: Sequence[str]) -> str:
     words = {
         "personality": "the personality routines",
         "cleanup": "an exception's cleanup",
         "stdio_cleanup": "stdio's cleanup",
         "fini": "the .fini_array functions",
+        "init": "the .preinit_array and .init_array functions (static constructors)",
     }
     return " and ".join(words.get(kind) or HANDLERS[kind].what for kind in kinds)
 
@@ -532,14 +555,12 @@ def _targets(
             return None if "__sinit" in graph.by_name else ()
         return (cleanup,)
     values: set[int] = set()
-    if kind == "fini":
-        start, end = image.get_symbol("__fini_array_start"), image.get_symbol("__fini_array_end")
-        words = image.read(start.address, end.address - start.address) if start and end else None
-        if words is None and (start is None or end is None or end.address != start.address):
-            return None
-        values.update(
-            w for (w,) in struct.iter_unpack("<I", (words or b"")[: len(words or b"") // 4 * 4])
-        )
+    if kind in ARRAYS:
+        for array in ARRAYS[kind]:
+            words = _array(image, array)
+            if words is None:
+                return None
+            values.update(words)
         return _functions(values, graph)
     handler = HANDLERS[kind]
     for variable in handler.variables:

@@ -34,9 +34,9 @@ from typing import Any
 
 from memplace import contract, process
 from memplace.board import Context, Core
-from memplace.errors import InputError, Mark, ToolError
+from memplace.errors import InputError, ToolError
 from memplace.files import read_input
-from memplace.hints import FunctionHint, IndirectHint, StackHints, absent_function
+from memplace.hints import FunctionHint, StackHints, absent_function
 from memplace.project import Project
 from memplace.project_files import build_dir
 from memplace.verify.callgraph import CallGraph, gcc_files, merge, parse_ci, parse_su
@@ -556,27 +556,6 @@ def hint_warnings(hints: StackHints, graphs: Iterable[CallGraph]) -> tuple[str, 
     )
 
 
-def constructor_hints(image: Image) -> StackHints:
-    """What the C library's `__libc_init_array` calls through its function pointers: the
-    functions the image lists in .preinit_array and .init_array (global constructors),
-    read from the image itself, so C++ firmware needs no hint for them."""
-    targets = []
-    for first, last in (
-        ("__preinit_array_start", "__preinit_array_end"),
-        ("__init_array_start", "__init_array_end"),
-    ):
-        start, end = image.get_symbol(first), image.get_symbol(last)
-        if start is None or end is None:
-            continue
-        words = image.read(start.address, end.address - start.address) or b""
-        for (pointer,) in struct.iter_unpack("<I", words[: len(words) // 4 * 4]):
-            functions = [f for f in image.iter_functions() if f.address == pointer & ~1]
-            targets += [f.name for f in functions[:1]]
-    mark = Mark(image.path.name, 1, 1)
-    caller = IndirectHint("__libc_init_array", tuple(dict.fromkeys(targets)), None, mark)
-    return StackHints(indirect_calls=(caller,), source=f"{image.path.name} (.init_array)")
-
-
 def context_bounds(
     project: Project,
     images: Mapping[str, Image],
@@ -587,12 +566,7 @@ def context_bounds(
     hints = hints or StackHints()
     contexts = project.board.contexts
     stacks = {s.context for s in project.plan.stacks}
-    analyses = {
-        core: Analysis(graph, hints.merged(constructor_hints(images[core])))
-        if core in images
-        else Analysis(graph, hints)
-        for core, graph in graphs.items()
-    }
+    analyses = {core: Analysis(graph, hints) for core, graph in graphs.items()}
     results = {}
     landing = _landing(contexts, stacks)
     for stack in project.plan.stacks:
