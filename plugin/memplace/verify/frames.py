@@ -498,20 +498,31 @@ class _Walker:
         """Whether `register` was last loaded, in the straight run of code before `insn`,
         from a table of this function's addresses: `ldr r0, [r0, r4]` with r0 the table's
         address from a literal pool, as Armv6-M's switches jump (`mov pc, r0`)."""
+        writer = self._writer(insn, register, 8)
+        if writer is None:
+            return False
+        previous = self.code[writer]
+        found = re.fullmatch(r"\w+, \[(\w+), \w+\]", previous.operands)
+        if _split(previous.mnemonic)[0] != "ldr" or found is None:
+            return False
+        table = self._literal(previous, found[1])
+        entry = None if table is None else self.read_word(table)
+        return entry is not None and self.function.address <= entry & ~1 < self.function.end
+
+    def _writer(self, insn: Instruction, register: str, reach: int) -> int | None:
+        """The index of the instruction that last set `register` in the straight run of at
+        most `reach` instructions before `insn`; None when there is none (a branch, data or
+        a place other paths join comes first)."""
         at = self.index[insn.address]
-        for before in range(at - 1, max(at - 8, -1), -1):
+        for before in range(at - 1, max(at - reach, -1), -1):
             previous = self.code[before]
             base, _ = _split(previous.mnemonic)
             ops = _operands(previous.operands)
             if previous.is_data or base in _BRANCHES or previous.address in self.targets:
-                return False
-            if not ops or ops[0] != register or _writes_nothing(base):
-                continue
-            found = re.fullmatch(r"\w+, \[(\w+), \w+\]", previous.operands)
-            table = self._literal(previous, found[1]) if base == "ldr" and found else None
-            entry = None if table is None else self.read_word(table)
-            return entry is not None and self.function.address <= entry & ~1 < self.function.end
-        return False
+                return None
+            if ops and ops[0] == register and not _writes_nothing(base):
+                return before
+        return None
 
     def _literal(self, insn: Instruction, register: str) -> int | None:
         """The word `register` was loaded with from a literal pool in the same straight run
@@ -537,23 +548,19 @@ class _Walker:
         """Whether `register` was last set, in the same straight run of code before `insn`,
         to a stack address less an amount known only at run time (`subs r3, r2, r3` with r2
         a copy of the stack pointer): a dynamic allocation."""
-        at = self.index[insn.address]
-        for before in range(at - 1, max(at - 16, -1), -1):
-            previous = self.code[before]
-            base, _ = _split(previous.mnemonic)
-            ops = _operands(previous.operands)
-            if previous.is_data or base in _BRANCHES or previous.address in self.targets:
-                return False
-            if ops and ops[0] == register and not _writes_nothing(base):
-                earlier = self.states[before]
-                return (
-                    base in ("sub", "subs")
-                    and len(ops) == 3
-                    and not ops[2].startswith("#")
-                    and earlier is not None
-                    and (ops[1] == "sp" or earlier.pointer(ops[1]) is not None)
-                )
-        return False
+        writer = self._writer(insn, register, 16)
+        if writer is None:
+            return False
+        base, _ = _split(self.code[writer].mnemonic)
+        ops = _operands(self.code[writer].operands)
+        earlier = self.states[writer]
+        return (
+            base in ("sub", "subs")
+            and len(ops) == 3
+            and not ops[2].startswith("#")
+            and earlier is not None
+            and (ops[1] == "sp" or earlier.pointer(ops[1]) is not None)
+        )
 
     def _call(
         self, insn: Instruction, state: _State, target: int | None, tail: bool = False
