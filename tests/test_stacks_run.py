@@ -170,6 +170,22 @@ def test_tasks_are_found_bounded_and_measured_without_being_listed(
     assert stacks["Other"]["path"] == ["vOtherTask", "more.c:work"]
 
 
+def test_a_task_whose_name_alone_is_made_at_run_time_is_bounded_by_its_entry(
+    base: str, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As FreeRTOS 11 creates its idle task: the name copied into a buffer at run time, the
+    # depth (72 words) a constant. Without a run the stack is still bounded and checked,
+    # under its entry's name; before, it was a finding asking for the task in the board.
+    flags = [*CORES[base], *FLAGS, "-DNAMED_LIKE_THE_IDLE_TASK"]
+    firmware = _build(tmp_path / "build", flags)
+    assert main(["stacks", str(firmware), "--board", str(board_file), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    stacks = {s["context"]: s for s in report["stacks"]}
+    idle = stacks["vIdleLikeTask()"]
+    assert idle["budget"] == 72 * 4 and idle["path"][:2] == ["vIdleLikeTask", "app.c:work"]
+    assert stacks["Worker 1"]["budget"] == 96 * 4
+
+
 def test_a_hint_names_one_of_two_static_functions_by_its_file(
     firmware: Path, board_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -255,6 +255,13 @@ def _task_stacks(
     taken |= set(created)
     covered = {graph.by_name.get(c.entry) for c in listed}
     for task in found if running is None else ():  # (a run shows what was created)
+        if not task.complete and task.entry not in covered and task.entry is not None and task.size:
+            # Its name alone is made at run time (FreeRTOS 11's idle task, "IDLE" and the
+            # core's number copied into a buffer): its stack is known all the same.
+            label = graph.nodes[task.entry].name + "()"
+            if label not in {stack.context for stack in stacks}:
+                stacks.append(TaskStack(label, label, label[:-2], task.size, task.size))
+            continue
         if not task.complete and task.entry not in covered:
             what = graph.nodes[task.entry].name + "()" if task.entry is not None else "a task"
             message = (

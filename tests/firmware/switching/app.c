@@ -77,6 +77,22 @@ void vWorkerTask(void *argument)
 
 uint32_t uxTaskGetStackHighWaterMark(TCB_t *tcb);
 void vStartOtherTask(void);
+
+#if defined(NAMED_LIKE_THE_IDLE_TASK)
+/* FreeRTOS 11 makes its idle task's name at run time ("IDLE" copied into a buffer on the
+ * stack, the core's number after it); the depth is a constant. */
+void vIdleLikeTask(void *argument)
+{
+    for (;;) {
+        work((uint32_t)(uintptr_t)argument);
+    }
+}
+
+__attribute__((noinline)) static void start_idle_like(const char *name)
+{
+    xTaskCreate(vIdleLikeTask, name, 72u, 0, 0u, 0);
+}
+#endif
 static TCB_t deep_tcb;
 
 /* Semihosting SYS_WRITE0: a line on QEMU's console. */
@@ -181,6 +197,13 @@ int main(void)
     xTaskCreate(vWorkerTask, "Worker 1", 96u, (void *)1, 1u, 0);
     xTaskCreate(vWorkerTask, "Worker 2", 96u, (void *)2, 1u, 0);
     vStartOtherTask();
+#if defined(NAMED_LIKE_THE_IDLE_TASK)
+    char idle_name[5];
+    for (uint32_t i = 0u; i < 5u; i++) {
+        idle_name[i] = "IDLE"[i];
+    }
+    start_idle_like(idle_name);
+#endif
 #if defined(NAMED_AT_RUN_TIME)
     /* A name made at run time: found only in the kernel's lists. */
     char name[5];
