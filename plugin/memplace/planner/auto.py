@@ -112,8 +112,8 @@ MATCHED_SHARE = 0.02
 """The part of the budget the best judged coalescing goes on with: with the eight quick
 searches, a tenth of it, as when four were judged and the best went on with 6%. On the 20
 large strips of over MANY blocks of benchmarks/planner.py's seeds 100, 200 and 300 (with
-`settled`) judging the eight found lower peaks than judging the four on 10, the same on the
-other 10. Taking more from PORTFOLIO's share to go on longer did not pay: with 4% (MANY_SHARE
+`settled`) judging the eight found lower peaks than judging the four on 9, the same on the
+other 11. Taking more from PORTFOLIO's share to go on longer did not pay: with 4% (MANY_SHARE
 2% less) s303 went to 1.0102x rather than 1.0135x, with 6% s306 to 1.0318x rather than
 1.0296x, the rest the same. The searches of PORTFOLIO keep their shares and the search on
 the blocks themselves gets what is left."""
