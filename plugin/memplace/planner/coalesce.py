@@ -117,20 +117,17 @@ def coalesce(
     unique: bool = False,
     slack: float | None = None,
 ) -> Coalesced:
-    items: list[_Item] = [(block, ((i, 0),)) for i, block in enumerate(blocks)]
+    def exact(items: list[_Item]) -> list[_Item]:
+        """The exact rules (the matched ones with `matched`) until they change nothing."""
+        if matched:
+            return _matched(items, pairing, unique)
+        return _settled(items, chains_first, pairing)
+
+    items = exact([(block, ((i, 0),)) for i, block in enumerate(blocks)])
     room = None if slack is None or loose <= 0 else _Room(blocks, slack)
-    if matched:
-        items = _matched(items, pairing, unique)
-        for _ in range(ROUNDS if loose > 0 else 0):
-            count = len(items)
-            items = _matched(_loose_chain(items, loose, room), pairing, unique)
-            if len(items) == count:
-                break
-        return Coalesced(tuple(b for b, _ in items), tuple(m for _, m in items))
-    items = _settled(items, chains_first, pairing)
     for _ in range(ROUNDS if loose > 0 else 0):
         count = len(items)
-        items = _settled(_loose_chain(items, loose, room), chains_first, pairing)
+        items = exact(_loose_chain(items, loose, room))
         if len(items) == count:
             break
     return Coalesced(tuple(b for b, _ in items), tuple(m for _, m in items))
