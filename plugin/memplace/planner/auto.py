@@ -84,9 +84,9 @@ MATCHED: tuple[tuple[Pairing, bool], ...] = (
     ("long", True),
 )
 """The matched coalescings (`coalesce(matched=True)`: `pairing`, `unique`) judged after
-PORTFOLIO's searches: each gets a quick search of MATCHED_TRY of the budget, as do those of
+PORTFOLIO's searches: each gets a quick search of JUDGED_TRY of the budget, as do those of
 LOOSE_SLACKS and MATCHED_LOOSE, and the one whose quick search finds the lowest peak goes
-on with MATCHED_SHARE. They find the lowest peak on some places where every coalescing of
+on with JUDGED_SHARE. They find the lowest peak on some places where every coalescing of
 PORTFOLIO glues together blocks of one lifetime that belong apart (the large strip s101 of
 the benchmarks: 1.053x its lower bound, against 1.082x), and which of them does differs
 from place to place."""
@@ -106,9 +106,9 @@ MATCHED_LOOSE: tuple[tuple[Pairing, bool, float, float], ...] = (
 """Matched coalescings with loose chains within a slack (`pairing`, `unique`, `loose`,
 `slack`), judged too: on s101 they leave 495 and 481 blocks where the matched rules alone
 leave 627 and 607, and their quick searches find 1.048x and 1.051x, not 1.082x and 1.077x."""
-MATCHED_TRY = 0.01
+JUDGED_TRY = 0.01
 """The part of the budget each judged coalescing's quick search gets."""
-MATCHED_SHARE = 0.02
+JUDGED_SHARE = 0.02
 """The part of the budget the best judged coalescing goes on with: with the eight quick
 searches, a tenth of it, as when four were judged and the best went on with 6%. On the 20
 large strips of over MANY blocks of benchmarks/planner.py's seeds 100, 200 and 300 (with
@@ -248,8 +248,8 @@ def _portfolio(
 ) -> Packing:
     """`best`, or the best offsets the exact search finds for the blocks coalesced in each
     of the ways of PORTFOLIO, in turn, sharing MANY_SHARE of the nodes equally; then in each
-    way `_judged` makes, for MATCHED_TRY each, and on in the one that found the lowest peak
-    (the first of those) for MATCHED_SHARE; then on the blocks themselves with the rest.
+    way `_judged` makes, for JUDGED_TRY each, and on in the one that found the lowest peak
+    (the first of those) for JUDGED_SHARE; then on the blocks themselves with the rest.
     Each placement of coalesced blocks is settled (`settled`) before it is compared."""
     n = len(blocks)
     work = budget.nodes * n
@@ -263,14 +263,14 @@ def _portfolio(
     tried: list[tuple[int, int, Coalesced, Packing]] = []
     judged = _judged(blocks)
     while best.peak > goal and (candidate := next(judged, None)) is not None:
-        share = int(work * MATCHED_TRY) // len(candidate.blocks)
+        share = int(work * JUDGED_TRY) // len(candidate.blocks)
         found = _searched(candidate, replace(budget, nodes=share))
         best = _expanded(blocks, candidate, found, best, bound)
         tried.append((found.peak, len(tried), candidate, found))
     if tried and best.peak > goal:
         _, _, merged, found = min(tried, key=lambda each: each[:2])
         if not found.optimal:
-            share = int(work * MATCHED_SHARE) // len(merged.blocks)
+            share = int(work * JUDGED_SHARE) // len(merged.blocks)
             found = _searched(merged, replace(budget, nodes=share), found)
             best = _expanded(blocks, merged, found, best, bound)
     left = (work - (budget.clock.work - start)) // n
