@@ -113,10 +113,11 @@ JUDGED_SHARE = 0.02
 searches, a tenth of it, as when four were judged and the best went on with 6%. On the 20
 large strips of over MANY blocks of benchmarks/planner.py's seeds 100, 200 and 300 (with
 `settled`) judging the eight found lower peaks than judging the four on 9, the same on the
-other 11. Taking more from PORTFOLIO's share to go on longer did not pay: with 4% (MANY_SHARE
-2% less) s303 went to 1.0102x rather than 1.0135x, with 6% s306 to 1.0318x rather than
-1.0296x, the rest the same. The searches of PORTFOLIO keep their shares and the search on
-the blocks themselves gets what is left."""
+other 11. Going on longer means taking from PORTFOLIO's share: with 4% (MANY_SHARE 2% less)
+s303 went lower (1.0102x rather than 1.0135x), with 6% s306 higher (1.0318x rather than
+1.0296x, above its peak before), the rest the same. So PORTFOLIO's searches keep their
+shares, and what they find stays found; the search on the blocks themselves gets what is
+left."""
 MATCHED_LEFT = 0.5
 """A matched coalescing that leaves more than this part of the blocks is not searched (its
 share stays with the search on the blocks themselves), nor, where a plain one (`unique`
