@@ -33,6 +33,10 @@ def test_demo_plans_builds_runs_and_verifies(
     assert "run: passed (exit code 0)" in out
     assert "stack main: measured" in out
     assert out.rstrip().endswith("verify: ok")
+    # What the README says `make demo` shows, line for line.
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    shown = readme.split("## What `make demo` shows", 1)[1].split("```", 2)[1]
+    assert out.strip() == shown.strip()
 
 
 def test_the_run_passes_and_reports_the_stack(demo_copy: Callable[..., Path]) -> None:
