@@ -141,6 +141,15 @@ def test_bx_through_the_return_address_loaded_back_from_its_slot_returns() -> No
     # A word from another slot (here r0's) is no return address: a tail call.
     other = frame_of(stub.replace("[sp, #24]", "[sp, #20]"))
     assert [(c.target, c.tail) for c in other.calls] == [(0x200, False), (None, True)]
+    # Nor is the word once a call may have changed the register.
+    clobbered = frame_of(
+        "  100:\tpush\t{r0, lr}\n"
+        "  102:\tldr\tr3, [sp, #4]\n"
+        "  104:\tbl\t200 <g>\n"
+        "  108:\tadd\tsp, #8\n"
+        "  10a:\tbx\tr3\n"
+    )
+    assert [(c.target, c.tail) for c in clobbered.calls] == [(0x200, False), (None, True)]
 
 
 def test_an_armv6m_switch_jumps_through_a_table_in_data() -> None:

@@ -347,6 +347,10 @@ class _Walker:
     def _effect(self, insn: Instruction, base: str, ops: list[str], state: _State) -> _State:
         """The state after `insn`'s effect on the stack pointer and frame pointers."""
         first = ops[0] if ops else ""
+        if base in ("bl", "blx") and state.returning:
+            # A call may change the registers a callee need not keep (AAPCS: r0-r3, r12, lr).
+            kept = tuple(r for r in state.returning if r not in _CALL_CLOBBERED)
+            state = replace(state, returning=kept)
         if base in ("push", "vpush") or (base in ("stmdb", "stmfd", "vstmdb") and first == "sp!"):
             pushed = state.deeper(_list_bytes(insn.operands))
             if state.link is None and "lr" in _registers(insn.operands):
@@ -673,6 +677,8 @@ def _immediate(text: str) -> int:
     return int(value, 16) if value.lower().startswith(("0x", "-0x")) else int(value)
 
 
+_CALL_CLOBBERED = frozenset(("r0", "r1", "r2", "r3", "ip", "r12", "lr"))
+"""The registers a called function may change (AAPCS)."""
 _STACK_LOAD = re.compile(r"(\w+), \[sp(?:, #(\d+))?\]")
 """`ldr rX, [sp, #k]`: a register loaded from the stack at an offset, without writeback."""
 
