@@ -150,6 +150,16 @@ def test_bx_through_the_return_address_loaded_back_from_its_slot_returns() -> No
         "  10a:\tbx\tr3\n"
     )
     assert [(c.target, c.tail) for c in clobbered.calls] == [(0x200, False), (None, True)]
+    # Nor a word read where lr's slot was, once the frame that held it is given back.
+    released = frame_of(
+        "  100:\tpush\t{r4, lr}\n"
+        "  102:\tpop\t{r4, lr}\n"
+        "  104:\tsub\tsp, #8\n"
+        "  106:\tldr\tr3, [sp, #4]\n"
+        "  108:\tadd\tsp, #8\n"
+        "  10a:\tbx\tr3\n"
+    )
+    assert [(c.target, c.tail) for c in released.calls] == [(None, True)]
 
 
 def test_an_armv6m_switch_jumps_through_a_table_in_data() -> None:

@@ -225,9 +225,13 @@ class _State:
 
     def deeper(self, step: int, dynamic: bool | None = None) -> _State:
         """The state with the stack `step` bytes deeper (negative: shallower)."""
-        return replace(
-            self, depth=self.depth + step, dynamic=self.dynamic if dynamic is None else dynamic
-        )
+        return self.at(self.depth + step, self.dynamic if dynamic is None else dynamic)
+
+    def at(self, depth: int, dynamic: bool) -> _State:
+        """The state with the stack at `depth`: lr's slot forgotten once the frame that held
+        it is given back."""
+        link = self.link if self.link is not None and self.link <= depth else None
+        return replace(self, depth=depth, dynamic=dynamic, link=link)
 
 
 @dataclass
@@ -404,7 +408,7 @@ class _Walker:
                 f"which does not hold a known stack address"
             )
             return state
-        return replace(state, depth=pointer + sign * _immediate(amount), dynamic=False)
+        return state.at(pointer + sign * _immediate(amount), False)
 
     def _sp_loaded(self, insn: Instruction, base: str, state: _State) -> _State:
         if base == "ldr" and "[pc" in insn.operands:
